@@ -1,0 +1,46 @@
+"""mirrorworld: mirror worlds of enterprise software for training tool-using agents.
+
+A world (``mirrorworld/Helpdesk-v0``) is a seeded SQLite replica of an
+enterprise system with typed tools, business rules, a written policy and task
+families. Step it directly through a :class:`Session`, or through the
+Gymnasium environment registered on import; grade episodes with
+:func:`verify`.
+"""
+
+from mirrorworld.core.session import Event, Session, ToolResult
+from mirrorworld.core.task import Check, Fact, Task, TaskFamily, ToolCall
+from mirrorworld.core.tools import ToolSpec, tool
+from mirrorworld.core.world import Rule, World
+from mirrorworld.errors import (
+    MirrorworldError,
+    RegistryError,
+    TaskError,
+    ToolError,
+    VerifierError,
+    WorldError,
+)
+from mirrorworld.registry import Registry, default
+from mirrorworld.verify import Verdict, Verifier, verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "World", "Session", "ToolResult", "Event", "Task", "TaskFamily", "ToolCall", "Check", "Fact", "Rule",
+    "ToolSpec", "tool", "Verdict", "Verifier", "verify", "Registry", "make_world",
+    "MirrorworldError", "ToolError", "WorldError", "TaskError", "VerifierError", "RegistryError",
+    "__version__",
+]
+
+
+def make_world(name: str, *, scale: float = 1.0, data_seed: int = 0) -> World:
+    """The registered world ``name`` (built once per process and shared)."""
+    return default.get(name, scale=scale, data_seed=data_seed)
+
+
+def _register_gymnasium() -> None:
+    from mirrorworld.envs.registration import register_envs
+
+    register_envs(default)
+
+
+_register_gymnasium()

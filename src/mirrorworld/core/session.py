@@ -1,0 +1,442 @@
+"""Sessions: one episode of one world, stepped one tool call at a time.
+
+A :class:`Session` owns a private SQLite connection cloned from its world's
+pristine image, with the task's setup applied. ``call`` runs a tool:
+
+* a ``read`` tool runs against the current state and must not write;
+* a ``write`` tool runs inside ``SAVEPOINT``: it commits whole, or, if the tool
+  raises :class:`ToolError` (an agent mistake or a business rule), rolls back
+  whole and the agent gets ``{code, message}``;
+* a ``terminal`` tool (``respond``) records the final message and ends the
+  episode.
+
+Any other exception raised by a tool is a bug in the world: the call is rolled
+back and the exception propagates. Nothing the agent sends can raise out of
+``call``: bad JSON, unknown tools and wrong types are error results.
+
+Every call is recorded as an :class:`Event` with the rows it changed and the
+rule violations it caused; the verifier reads these events, never the agent's
+own account of what it did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from mirrorworld.core.store import RowKey, connect_image, encode_row
+from mirrorworld.core.tools import ToolKind, ToolSpec
+from mirrorworld.errors import SessionClosedError, ToolError, WorldError
+
+if TYPE_CHECKING:
+    from mirrorworld.core.store import Image
+    from mirrorworld.core.task import Task
+    from mirrorworld.core.world import World
+
+__all__ = ["Session", "ToolContext", "ToolResult", "Event", "Violation", "RowChange", "MAX_ARGS_CHARS"]
+
+MAX_ARGS_CHARS = 20_000
+"""Longest JSON argument text a call may carry."""
+
+CLOCK_STEP = timedelta(minutes=1)
+"""Simulated time that passes with each committed write."""
+
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A business rule broken by a committed call (or found by a guard)."""
+
+    rule: str
+    message: str
+    hard: bool
+    step: int
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call returns to the agent."""
+
+    ok: bool
+    data: Any = None
+    error: dict[str, Any] | None = None
+    done: bool = False
+
+    def content(self) -> str:
+        """The result as the JSON text an agent reads (ASCII-only, canonical)."""
+        payload = self.data if self.ok else {"error": self.error}
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=True, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One tool call as it happened."""
+
+    step: int
+    tool: str
+    kind: ToolKind | None
+    args: dict[str, Any] | None
+    ok: bool
+    error: dict[str, Any] | None
+    rows: tuple[RowKey, ...] = ()
+    violations: tuple[Violation, ...] = ()
+
+    def signature(self) -> str:
+        """Tool and canonical arguments: equal for repeated identical calls."""
+        return self.tool + json.dumps(self.args, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class RowChange:
+    """One row that differs between two states."""
+
+    table: str
+    pk: int
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    @property
+    def kind(self) -> str:
+        if self.before is None:
+            return "insert"
+        if self.after is None:
+            return "delete"
+        return "update"
+
+    @property
+    def fields(self) -> dict[str, tuple[Any, Any]]:
+        """Changed fields as ``{column: (before, after)}``."""
+        before = self.before or {}
+        after = self.after or {}
+        cols = list(after) if after else list(before)
+        return {c: (before.get(c), after.get(c)) for c in cols if before.get(c) != after.get(c)}
+
+
+class ToolContext:
+    """What a tool function sees: the session's database and its bookkeeping.
+
+    Tools query through ``one``/``all``/``execute`` (parameterised SQL only),
+    read the simulated time with ``now``, report broken rules with
+    ``violation``, mark records as on screen with ``show`` and end the episode
+    with ``finish``.
+    """
+
+    __slots__ = ("session", "db", "_violations")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.db = session._conn
+        self._violations: list[Violation] = []
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
+        cur = self.db.execute(sql, params)
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+    def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        cur = self.db.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        return self.db.execute(sql, params)
+
+    def now(self) -> str:
+        """The simulated time, ISO 8601 UTC."""
+        return self.session.clock
+
+    def now_dt(self) -> datetime:
+        return datetime.strptime(self.session.clock, TIME_FORMAT)
+
+    def violation(self, rule: str, message: str) -> None:
+        """Record that this call breaks ``rule`` (kept only if the call commits)."""
+        spec = self.session.world.rules.get(rule)
+        if spec is None:
+            raise WorldError(f"unknown rule {rule!r}")
+        self._violations.append(Violation(rule, message, spec.hard, self.session.steps))
+
+    def show(self, ref: str, summary: str) -> None:
+        """Put a record on the agent's screen (the observation's view)."""
+        self.session._show(ref, summary)
+
+    def finish(self, message: str) -> None:
+        """End the episode with ``message`` as the final reply to the customer."""
+        self.session.final_message = message
+        self.session.done = True
+
+
+class Session:
+    """One isolated episode. Create with ``World.session(task)``."""
+
+    def __init__(self, world: World, image: Image, task: Task | None, *, _conn: sqlite3.Connection | None = None) -> None:
+        self.world = world
+        self.image = image
+        self.task = task
+        self._reusable = _conn is None
+        self._conn = image.acquire() if _conn is None else _conn
+        self._closed = False
+        self.events: list[Event] = []
+        self.steps = 0
+        self.done = False
+        self.final_message: str | None = None
+        self.view = ""
+        self.viewed: list[str] = []
+        self._tools = world.tools_by_name
+        self._initial: dict[RowKey, tuple[Any, ...] | None] = {}
+        self.clock = ""
+        if _conn is None:
+            try:
+                if task is not None:
+                    world.apply_setup(self._conn, task)
+                self.clock = self._read_clock()
+                self._initial = self._snapshot_touched()
+            except BaseException:
+                self.image.release(self._conn, reusable=False)
+                self._closed = True
+                raise
+
+    # -- stepping -----------------------------------------------------------
+
+    def call(self, tool: str, args: Mapping[str, Any] | str | None = None) -> ToolResult:
+        """Run one tool call atomically and record it. Never raises for agent input."""
+        if self._closed:
+            raise SessionClosedError("session is closed")
+        self.steps += 1
+        step = self.steps
+        name = tool if isinstance(tool, str) else repr(tool)
+        if self.done:
+            return self._fail(step, name, None, None, ToolError("episode_over", "the episode has ended"))
+        spec = self._tools.get(name) if isinstance(tool, str) else None
+        if spec is None:
+            shown = name if len(name) <= 60 else name[:57] + "..."
+            return self._fail(step, name[:200], None, None, ToolError("unknown_tool", f"no tool named {json.dumps(shown)}"))
+        try:
+            parsed = _parse_args(args)
+            kwargs = spec.validate(parsed)
+        except ToolError as err:
+            return self._fail(step, name, spec.kind, None, err)
+        if spec.kind == "read":
+            return self._run_read(step, spec, kwargs)
+        return self._run_write(step, spec, kwargs)
+
+    def _run_read(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
+        ctx = ToolContext(self)
+        try:
+            data = spec.func(ctx, **kwargs)
+        except ToolError as err:
+            return self._fail(step, spec.name, spec.kind, kwargs, err)
+        self.events.append(Event(step, spec.name, spec.kind, _jsonable(kwargs), True, None))
+        return ToolResult(True, data)
+
+    def _run_write(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
+        conn = self._conn
+        ctx = ToolContext(self)
+        saved_view = (self.view, list(self.viewed))
+        conn.execute("SAVEPOINT mw_call")
+        try:
+            conn.execute("DELETE FROM mw_calllog")
+            data = spec.func(ctx, **kwargs)
+            rows = tuple(conn.execute("SELECT tbl, pk FROM mw_calllog ORDER BY tbl, pk").fetchall())
+            if rows:
+                self._advance_clock()
+        except ToolError as err:
+            conn.execute("ROLLBACK TO mw_call")
+            conn.execute("RELEASE mw_call")
+            self.view, self.viewed = saved_view
+            self.done, self.final_message = False, None
+            return self._fail(step, spec.name, spec.kind, kwargs, err)
+        except BaseException:
+            conn.execute("ROLLBACK TO mw_call")
+            conn.execute("RELEASE mw_call")
+            self.done, self.final_message = False, None
+            raise
+        conn.execute("RELEASE mw_call")
+        self.events.append(
+            Event(step, spec.name, spec.kind, _jsonable(kwargs), True, None, rows, tuple(ctx._violations))
+        )
+        return ToolResult(True, data, done=self.done)
+
+    def _fail(self, step: int, name: str, kind: ToolKind | None, kwargs: dict[str, Any] | None, err: ToolError) -> ToolResult:
+        error = err.as_dict()
+        self.events.append(Event(step, name, kind, _jsonable(kwargs) if kwargs is not None else None, False, error))
+        return ToolResult(False, error=error, done=self.done)
+
+    def _show(self, ref: str, summary: str) -> None:
+        self.view = summary
+        if ref in self.viewed:
+            self.viewed.remove(ref)
+        self.viewed.append(ref)
+        del self.viewed[:-20]
+
+    # -- clock --------------------------------------------------------------
+
+    def _read_clock(self) -> str:
+        row = self._conn.execute("SELECT now FROM sim_clock WHERE id=1").fetchone()
+        if row is None:
+            raise WorldError("world image has no sim_clock row")
+        return str(row[0])
+
+    def _advance_clock(self) -> None:
+        t = datetime.strptime(self.clock, TIME_FORMAT) + CLOCK_STEP
+        new = t.strftime(TIME_FORMAT)
+        self._conn.execute("UPDATE sim_clock SET now=? WHERE id=1", (new,))
+        self.clock = new
+
+    # -- state --------------------------------------------------------------
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The session's connection, for graders and tests (not for agents)."""
+        self._check_open()
+        return self._conn
+
+    def touched(self) -> list[RowKey]:
+        """Every row written since the pristine image, setup included."""
+        return [(t, int(p)) for t, p in self._conn.execute("SELECT tbl, pk FROM mw_touched ORDER BY tbl, pk")]
+
+    def _row(self, key: RowKey) -> tuple[Any, ...] | None:
+        row = self._conn.execute(self.image.select_sql(key[0]), (key[1],)).fetchone()
+        return tuple(row) if row is not None else None
+
+    def _snapshot_touched(self) -> dict[RowKey, tuple[Any, ...] | None]:
+        return {k: self._row(k) for k in self.touched()}
+
+    def _baseline(self, key: RowKey) -> tuple[Any, ...] | None:
+        if key in self._initial:
+            return self._initial[key]
+        return self.image.pristine_row(key)
+
+    def state_hash(self) -> str:
+        """A canonical hash of the whole state, equal for equal states.
+
+        Computed from the pristine image's digest and the rows that differ from
+        it, so a write followed by its undo hashes like no write at all.
+        """
+        self._check_open()
+        h = hashlib.sha256(self.image.digest.encode())
+        for key in self.touched():
+            row = self._row(key)
+            if row != self.image.pristine_row(key):
+                h.update(f"{key[0]}|{key[1]}|{encode_row(row)}\n".encode())
+        return h.hexdigest()
+
+    def changes(self) -> list[RowChange]:
+        """Rows that differ from the task's initial state (after setup)."""
+        self._check_open()
+        out = []
+        for key in self.touched():
+            before, after = self._baseline(key), self._row(key)
+            if before != after:
+                out.append(self._change(key, before, after))
+        return out
+
+    def diff(self, other: Session) -> list[RowChange]:
+        """Rows that differ between this session's state (before) and ``other``'s (after)."""
+        self._check_open()
+        other._check_open()
+        if other.image is not self.image:
+            raise WorldError("diff needs two sessions of the same world image")
+        keys = sorted(set(self.touched()) | set(other.touched()))
+        out = []
+        for key in keys:
+            a, b = self._row(key), other._row(key)
+            if a != b:
+                out.append(self._change(key, a, b))
+        return out
+
+    def _change(self, key: RowKey, before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> RowChange:
+        cols = self.image.columns[key[0]]
+        return RowChange(
+            key[0],
+            key[1],
+            dict(zip(cols, before, strict=True)) if before is not None else None,
+            dict(zip(cols, after, strict=True)) if after is not None else None,
+        )
+
+    def fork(self) -> Session:
+        """An independent copy of this session, mid-episode, events included."""
+        self._check_open()
+        conn = connect_image(self._conn.serialize())
+        conn.execute("BEGIN")
+        twin = Session(self.world, self.image, self.task, _conn=conn)
+        twin._reusable = False
+        twin.events = list(self.events)
+        twin.steps = self.steps
+        twin.done = self.done
+        twin.final_message = self.final_message
+        twin.view = self.view
+        twin.viewed = list(self.viewed)
+        twin._initial = dict(self._initial)
+        twin.clock = self.clock
+        return twin
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError("session is closed")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Discard the episode; the connection returns to the image's pool."""
+        if not self._closed:
+            self._closed = True
+            self.image.release(self._conn, reusable=self._reusable)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
+
+def _parse_args(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
+    if args is None:
+        return {}
+    if isinstance(args, str):
+        if len(args) > MAX_ARGS_CHARS:
+            raise ToolError("invalid_arguments", f"arguments longer than {MAX_ARGS_CHARS} characters")
+        text = args.strip()
+        if not text:
+            return {}
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            raise ToolError("invalid_json", "arguments are not valid JSON") from None
+        if not isinstance(parsed, dict):
+            raise ToolError("invalid_arguments", "arguments must be a JSON object")
+        return parsed
+    if isinstance(args, Mapping):
+        if not all(isinstance(k, str) for k in args):
+            raise ToolError("invalid_arguments", "argument names must be strings")
+        return args
+    raise ToolError("invalid_arguments", "arguments must be a JSON object")
+
+
+def _jsonable(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in kwargs.items()}

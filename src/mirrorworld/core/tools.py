@@ -1,0 +1,302 @@
+"""Declaring a tool once.
+
+A tool is a typed Python function whose first parameter is the
+:class:`~mirrorworld.core.session.ToolContext`. The ``@tool`` decorator reads its
+signature and docstring once and derives everything else from them:
+
+* argument validation and coercion (``ToolSpec.validate``),
+* the OpenAI function-calling schema (``ToolSpec.openai_schema``),
+* the tool's place in a world's Gymnasium action space (its index in
+  ``World.tools``),
+* the documentation shown by ``mirrorworld tools``.
+
+Supported parameter annotations: ``int``, ``str``, ``bool``, ``Decimal`` (money
+and other exact numbers), ``Literal[...]`` of strings, ``list[str]`` and any of
+these ``| None``. Coercion accepts the harmless variants an agent produces —
+``25`` for ``25.0``, ``"25.00"`` or ``"$25"`` for a number, ``"42"`` for an
+integer id, any case and surrounding whitespace for an enum value — and rejects
+everything else with ``ToolError("invalid_arguments", …)``.
+
+A tool is ``read`` (never changes state), ``write`` (runs in its own savepoint,
+committed whole or rolled back whole) or ``terminal`` (ends the episode).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal, Union, get_args, get_origin
+
+from mirrorworld.errors import ToolError, WorldError
+
+__all__ = ["ToolKind", "Param", "ToolSpec", "tool", "MAX_STRING", "MAX_LIST"]
+
+ToolKind = Literal["read", "write", "terminal"]
+
+MAX_STRING = 4000
+"""Longest string an agent may pass in one argument."""
+MAX_LIST = 25
+"""Longest list an agent may pass in one argument."""
+
+_INT_RE = re.compile(r"^\s*#?\s*([+-]?\d{1,15})\s*$")
+_NUM_RE = re.compile(r"^\s*(?:USD|\$)?\s*([+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+)\s*(?:USD|dollars?)?\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a tool: its JSON schema and how agent input is coerced."""
+
+    name: str
+    schema: dict[str, Any]
+    required: bool
+    default: Any
+    coerce: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Everything known about one tool, derived from its declaration."""
+
+    name: str
+    description: str
+    kind: ToolKind
+    params: tuple[Param, ...]
+    func: Callable[..., Any] = field(repr=False)
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        props = {p.name: p.schema for p in self.params}
+        required = [p.name for p in self.params if p.required]
+        return {
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": False,
+        }
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The tool in OpenAI function-calling format."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters_schema,
+            },
+        }
+
+    def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Coerce agent arguments to the declared types.
+
+        Raises ``ToolError("invalid_arguments")`` naming the first bad argument.
+        """
+        known = {p.name for p in self.params}
+        for key in args:
+            if key not in known:
+                raise ToolError("invalid_arguments", f"{self.name} has no argument {_show(key)}")
+        out: dict[str, Any] = {}
+        for p in self.params:
+            if p.name not in args or args[p.name] is None:
+                if p.required:
+                    raise ToolError("invalid_arguments", f"{self.name} needs argument '{p.name}'")
+                out[p.name] = p.default
+                continue
+            try:
+                out[p.name] = p.coerce(args[p.name])
+            except _Bad as bad:
+                raise ToolError("invalid_arguments", f"argument '{p.name}' of {self.name}: {bad}") from None
+        return out
+
+
+class _Bad(Exception):
+    """Raised by a coercer; becomes an ``invalid_arguments`` error."""
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _coerce_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise _Bad("expected an integer, got a boolean")
+    if isinstance(value, int):
+        if abs(value) > 10**15:
+            raise _Bad("integer out of range")
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return _coerce_int(int(value))
+    if isinstance(value, str):
+        m = _INT_RE.match(value)
+        if m:
+            return int(m.group(1))
+    raise _Bad(f"expected an integer, got {_show(value)}")
+
+
+def _coerce_decimal(value: Any) -> Decimal:
+    if isinstance(value, bool):
+        raise _Bad("expected a number, got a boolean")
+    if isinstance(value, int):
+        value = str(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Bad("expected a finite number")
+        value = repr(value)
+    if isinstance(value, str):
+        m = _NUM_RE.match(value) if len(value) <= 40 else None
+        if m:
+            try:
+                dec = Decimal(m.group(1).replace(",", ""))
+            except InvalidOperation:
+                raise _Bad(f"expected a number, got {_show(value)}") from None
+            if abs(dec) < Decimal(10) ** 12:
+                return dec
+            raise _Bad("number out of range")
+    raise _Bad(f"expected a number, got {_show(value)}")
+
+
+def _coerce_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Bad(f"expected a string, got {type(value).__name__}")
+    if len(value) > MAX_STRING:
+        raise _Bad(f"string longer than {MAX_STRING} characters")
+    return value
+
+
+def _coerce_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise _Bad(f"expected true or false, got {_show(value)}")
+
+
+def _enum_coercer(choices: tuple[str, ...]) -> Callable[[Any], str]:
+    lookup = {c.lower(): c for c in choices}
+
+    def coerce(value: Any) -> str:
+        if isinstance(value, str) and len(value) <= 200:
+            hit = lookup.get(value.strip().lower())
+            if hit is not None:
+                return hit
+        raise _Bad(f"expected one of {', '.join(choices)}, got {_show(value)}")
+
+    return coerce
+
+
+def _coerce_str_list(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        raise _Bad(f"expected a list of strings, got {type(value).__name__}")
+    if len(value) > MAX_LIST:
+        raise _Bad(f"list longer than {MAX_LIST} items")
+    out = []
+    for item in value:
+        if not isinstance(item, str) or len(item) > 200:
+            raise _Bad("expected a list of strings of at most 200 characters")
+        out.append(item)
+    return out
+
+
+def _param_for(name: str, annotation: Any, default: Any, doc: str) -> Param:
+    required = default is inspect.Parameter.empty
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        if len(members) != 1:
+            raise WorldError(f"parameter {name}: only X | None unions are supported")
+        annotation = members[0]
+        origin = get_origin(annotation)
+        if required:
+            raise WorldError(f"parameter {name}: an optional parameter needs a default")
+    schema: dict[str, Any]
+    coerce: Callable[[Any], Any]
+    if annotation is int:
+        schema, coerce = {"type": "integer"}, _coerce_int
+    elif annotation is Decimal:
+        schema, coerce = {"type": "number"}, _coerce_decimal
+    elif annotation is str:
+        schema, coerce = {"type": "string", "maxLength": MAX_STRING}, _coerce_str
+    elif annotation is bool:
+        schema, coerce = {"type": "boolean"}, _coerce_bool
+    elif origin is Literal:
+        choices = tuple(get_args(annotation))
+        if not all(isinstance(c, str) for c in choices):
+            raise WorldError(f"parameter {name}: Literal choices must be strings")
+        schema, coerce = {"type": "string", "enum": list(choices)}, _enum_coercer(choices)
+    elif origin is list and get_args(annotation) == (str,):
+        schema = {"type": "array", "items": {"type": "string"}, "maxItems": MAX_LIST}
+        coerce = _coerce_str_list
+    else:
+        raise WorldError(f"parameter {name}: unsupported annotation {annotation!r}")
+    if doc:
+        schema = {**schema, "description": doc}
+    return Param(name, schema, required, None if required else default, coerce)
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {param: text})."""
+    lines = inspect.cleandoc(doc).splitlines()
+    desc: list[str] = []
+    params: dict[str, str] = {}
+    current: str | None = None
+    in_args = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:"):
+            in_args = True
+            continue
+        if in_args:
+            if stripped.endswith(":") and " " not in stripped and not line.startswith(" "):
+                in_args = False  # another section starts
+                continue
+            m = re.match(r"^\s+(\w+)\s*(?:\([^)]*\))?:\s*(.*)$", line)
+            if m:
+                current = m.group(1)
+                params[current] = m.group(2).strip()
+            elif current and stripped:
+                params[current] += " " + stripped
+            continue
+        desc.append(line)
+    return " ".join(" ".join(desc).split()), params
+
+
+def tool(kind: ToolKind) -> Callable[[Callable[..., Any]], ToolSpec]:
+    """Declare a tool of the given kind from a typed, documented function.
+
+    Usage::
+
+        @tool("read")
+        def get_order(ctx: ToolContext, order_id: int) -> dict[str, Any]:
+            \"\"\"Look up one order with its lines.
+
+            Args:
+                order_id: The order number.
+            \"\"\"
+    """
+
+    def decorate(func: Callable[..., Any]) -> ToolSpec:
+        if not func.__doc__:
+            raise WorldError(f"tool {func.__name__} needs a docstring")
+        description, docs = _parse_docstring(func.__doc__)
+        hints = typing.get_type_hints(func)
+        sig = inspect.signature(func)
+        names = list(sig.parameters)
+        if not names or names[0] != "ctx":
+            raise WorldError(f"tool {func.__name__}: first parameter must be ctx")
+        params = []
+        for pname in names[1:]:
+            p = sig.parameters[pname]
+            if p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                raise WorldError(f"tool {func.__name__}: parameter {pname} must be plain")
+            if pname not in docs:
+                raise WorldError(f"tool {func.__name__}: parameter {pname} is not documented")
+            params.append(_param_for(pname, hints[pname], p.default, docs[pname]))
+        return ToolSpec(func.__name__, description, kind, tuple(params), func)
+
+    return decorate

@@ -1,0 +1,248 @@
+"""Worlds: versioned mirrors of one enterprise system.
+
+A :class:`World` bundles what a mirror is made of — a SQL schema, a seeded
+data generator, tools, business rules, a written policy and task families —
+and builds from them an :class:`~mirrorworld.core.store.Image` per
+``(data_seed, scale)``. Nothing in a world may read the wall clock, draw a
+uuid4 or use unseeded randomness: the generator gets a seeded
+``random.Random``, time comes from the simulated clock (``sim_clock``), ids
+from SQLite's rowid sequences, which are deterministic given the state.
+
+A subclass provides the parts; the base class provides the machinery that
+every world shares (images, sessions, task lookup, gold replay, hashing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import sqlite3
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from mirrorworld.core.store import Image
+from mirrorworld.core.task import EntityRef, Split, Task, TaskFamily, split_seed
+from mirrorworld.core.tools import ToolSpec
+from mirrorworld.errors import RegistryError, TaskError, WorldError
+
+if TYPE_CHECKING:
+    from mirrorworld.core.session import Session
+
+__all__ = ["World", "Rule", "GoldOutcome"]
+
+_CORE_DIR = Path(__file__).resolve().parent
+_VERIFY_DIR = _CORE_DIR.parent / "verify"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A business rule. A broken ``hard`` rule fails the episode."""
+
+    id: str
+    description: str
+    hard: bool = True
+
+
+@dataclass(frozen=True)
+class GoldOutcome:
+    """The reference end state of a task: its gold solution replayed."""
+
+    view: dict[str, Any]
+    initial_potential: float
+    state_hash: str
+    changed: tuple[tuple[str, int], ...]
+
+
+class World(ABC):
+    """Base class of every mirror world. See the module docstring."""
+
+    name: ClassVar[str]
+    """Short lowercase name (``helpdesk``)."""
+    title: ClassVar[str]
+    """Display name used in the environment id (``Helpdesk``)."""
+    version: ClassVar[int]
+    epoch: ClassVar[str]
+    """The simulated time at which the world's data is generated."""
+    source_dir: ClassVar[Path]
+    """The folder holding the world's files; all of them feed the content hash."""
+
+    def __init__(self, *, scale: float = 1.0, data_seed: int = 0) -> None:
+        if not (0 < scale <= 100):
+            raise WorldError("scale must be in (0, 100]")
+        self.scale = scale
+        self.data_seed = data_seed
+        self._tasks: OrderedDict[tuple[str, int], Task] = OrderedDict()
+        self._gold: OrderedDict[str, GoldOutcome] = OrderedDict()
+        self.tools: tuple[ToolSpec, ...] = tuple(self.declare_tools())
+        self.tools_by_name: dict[str, ToolSpec] = {t.name: t for t in self.tools}
+        if len(self.tools_by_name) != len(self.tools):
+            raise WorldError(f"{self.name}: duplicate tool names")
+        self.tool_names: tuple[str, ...] = tuple(t.name for t in self.tools)
+        self.rules: dict[str, Rule] = {r.id: r for r in self.declare_rules()}
+        self.families: tuple[TaskFamily, ...] = tuple(self.declare_families())
+        self.families_by_name = {f.name: f for f in self.families}
+
+    # -- what a world provides ----------------------------------------------
+
+    @abstractmethod
+    def declare_tools(self) -> Sequence[ToolSpec]:
+        """The world's tools, in action-index order."""
+
+    @abstractmethod
+    def declare_rules(self) -> Sequence[Rule]:
+        """The business rules tools and guards may report as violated."""
+
+    @abstractmethod
+    def declare_families(self) -> Sequence[TaskFamily]:
+        """The task families of this world."""
+
+    @abstractmethod
+    def generate(self, conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
+        """Create the schema and fill it with seeded data."""
+
+    @abstractmethod
+    def owner(self, table: str, row: dict[str, Any]) -> EntityRef | None:
+        """The entity a row belongs to, for collateral checks (None: bookkeeping)."""
+
+    @abstractmethod
+    def outcome_view(self, db: sqlite3.Connection, targets: Sequence[EntityRef]) -> dict[str, Any]:
+        """The outcome-relevant state of ``targets``, canonical and comparable."""
+
+    def guards(self, session: Session) -> list[Any]:
+        """Post-hoc policy checks over a finished episode (``Violation`` list)."""
+        return []
+
+    @property
+    def policy(self) -> str:
+        return (self.source_dir / "policy.md").read_text(encoding="utf-8")
+
+    # -- identity -----------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return f"mirrorworld/{self.title}-v{self.version}"
+
+    @cached_property
+    def content_hash(self) -> str:
+        """Hash of everything that defines the world and its grading.
+
+        Covers the world's folder (schema, generator, tools, rules, policy,
+        task families) and the core and verifier code, plus the data seed and
+        scale. Every trajectory records it.
+        """
+        h = hashlib.sha256(f"{self.id}|{self.data_seed}|{self.scale}".encode())
+        for folder in (self.source_dir, _CORE_DIR, _VERIFY_DIR):
+            for path in sorted(folder.rglob("*")):
+                if path.is_file() and path.suffix in (".py", ".sql", ".md", ".json"):
+                    h.update(path.name.encode())
+                    h.update(path.read_bytes())
+        return h.hexdigest()[:16]
+
+    # -- images and sessions ------------------------------------------------
+
+    @cached_property
+    def image(self) -> Image:
+        """The pristine database, built on first use and kept."""
+
+        def build(conn: sqlite3.Connection) -> None:
+            rng = random.Random(f"{self.name}/data/{self.data_seed}")
+            self.generate(conn, rng, self.scale)
+            conn.execute("CREATE TABLE sim_clock (id INTEGER PRIMARY KEY, now TEXT NOT NULL)")
+            conn.execute("INSERT INTO sim_clock VALUES (1, ?)", (self.epoch,))
+
+        return Image(build)
+
+    def session(self, task: Task | None = None) -> Session:
+        """A new isolated session, in the task's initial state."""
+        from mirrorworld.core.session import Session
+
+        if task is not None and task.world != self.name:
+            raise WorldError(f"task {task.id} belongs to world {task.world}, not {self.name}")
+        return Session(self, self.image, task)
+
+    def apply_setup(self, conn: sqlite3.Connection, task: Task) -> None:
+        """Apply a task's setup writes (parameterised; columns checked)."""
+        for op in task.setup:
+            cols = self.image.columns.get(op.table)
+            if cols is None or not set(op.values) <= set(cols):
+                raise TaskError(f"{task.id}: setup writes unknown table or columns in {op.table}")
+            names = list(op.values)
+            if op.op == "insert":
+                marks = ",".join("?" * len(names))
+                conn.execute(
+                    f"INSERT INTO {op.table} ({','.join(names)}) VALUES ({marks})",
+                    tuple(op.values[n] for n in names),
+                )
+            else:
+                sets = ",".join(f"{n}=?" for n in names)
+                conn.execute(
+                    f"UPDATE {op.table} SET {sets} WHERE rowid=?",
+                    (*[op.values[n] for n in names], op.pk),
+                )
+
+    # -- tasks --------------------------------------------------------------
+
+    def family(self, name: str) -> TaskFamily:
+        try:
+            return self.families_by_name[name]
+        except KeyError:
+            known = ", ".join(self.families_by_name)
+            raise RegistryError(f"world {self.name} has no task family {name!r} (known: {known})") from None
+
+    def task(self, family: str, seed: int) -> Task:
+        """The task a family generates for ``seed`` (cached)."""
+        key = (family, seed)
+        hit = self._tasks.get(key)
+        if hit is not None:
+            self._tasks.move_to_end(key)
+            return hit
+        task = self.family(family).task(self.name, self.image, seed)
+        self._tasks[key] = task
+        if len(self._tasks) > 4096:
+            self._tasks.popitem(last=False)
+        return task
+
+    def task_for(self, split: Split, index: int, families: Sequence[str] | None = None) -> Task:
+        """The ``index``-th task of a split, cycling through the families."""
+        names = list(families) if families else [f.name for f in self.families]
+        family = names[index % len(names)]
+        return self.task(family, split_seed(split, index // len(names)))
+
+    def gold(self, task: Task) -> GoldOutcome:
+        """Replay the gold solution on a fresh copy of the initial state (cached)."""
+        key = task.digest()
+        hit = self._gold.get(key)
+        if hit is not None:
+            return hit
+        from mirrorworld.verify.checks import potential
+
+        with self.session(task) as s:
+            phi0 = potential(s.db, s.image, task.checks)
+            for call in task.gold:
+                result = s.call(call.tool, call.args)
+                if not result.ok:
+                    raise TaskError(f"{task.id}: gold call {call.tool} failed: {result.error}")
+            hard = [v for e in s.events for v in e.violations if v.hard] + [v for v in self.guards(s) if v.hard]
+            if hard:
+                raise TaskError(f"{task.id}: gold solution breaks rule {hard[0].rule}")
+            outcome = GoldOutcome(
+                view=self.outcome_view(s.db, task.targets),
+                initial_potential=phi0,
+                state_hash=s.state_hash(),
+                changed=tuple((c.table, c.pk) for c in s.changes()),
+            )
+        self._gold[key] = outcome
+        if len(self._gold) > 4096:
+            self._gold.popitem(last=False)
+        return outcome
+
+    def tool_index(self, name: str) -> int:
+        try:
+            return self.tool_names.index(name)
+        except ValueError:
+            raise RegistryError(f"world {self.name} has no tool {name!r}") from None

@@ -1,0 +1,1 @@
+"""Adapters that expose sessions to agents: Gymnasium and OpenAI-style chat."""

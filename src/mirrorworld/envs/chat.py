@@ -1,0 +1,136 @@
+"""OpenAI-style chat over a session, for LLM agents.
+
+``ChatEnv.tools`` lists the world's tools in OpenAI function-calling format.
+``reset`` returns the opening messages (a system message with the world's
+policy, a user message with the task). ``step`` takes one assistant message in
+OpenAI format and returns the tool messages answering its ``tool_calls``.
+
+An assistant message without tool calls ends the episode: its text, if any,
+becomes the final message to the customer (as if the world's terminal tool had
+been called with it). Malformed tool calls get an error tool message; nothing
+an agent sends raises.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mirrorworld.core.task import Split, Task
+from mirrorworld.core.world import World
+from mirrorworld.envs.episode import Episode, pick_task
+from mirrorworld.errors import MirrorworldError, WorldError
+from mirrorworld.registry import Registry, default
+from mirrorworld.verify.verdict import Verdict
+
+__all__ = ["ChatEnv", "SYSTEM_PROMPT"]
+
+SYSTEM_PROMPT = (
+    "You are an agent working in {title}. Use the tools to act; every tool result is JSON. "
+    "Finish by calling `{terminal}` with your final message (or by replying without tool calls). "
+    "Follow this policy:\n\n{policy}"
+)
+
+
+class ChatEnv:
+    """Chat-style episodes over one world. See the module docstring."""
+
+    def __init__(
+        self,
+        world: str | World = "helpdesk",
+        *,
+        split: Split = "train",
+        families: tuple[str, ...] | list[str] | None = None,
+        max_steps: int = 30,
+        registry: Registry | None = None,
+    ) -> None:
+        self.world = (registry or default).get(world) if isinstance(world, str) else world
+        self.split: Split = split
+        self.families = tuple(families) if families else None
+        self.max_steps = max_steps
+        terminals = [t.name for t in self.world.tools if t.kind == "terminal"]
+        if len(terminals) != 1:
+            raise WorldError(f"world {self.world.name} needs exactly one terminal tool")
+        self.terminal = terminals[0]
+        self.tools: list[dict[str, Any]] = [t.openai_schema() for t in self.world.tools]
+        self.messages: list[dict[str, Any]] = []
+        self.episode: Episode | None = None
+
+    def reset(self, seed: int = 0, *, task: Task | None = None) -> list[dict[str, Any]]:
+        """Start task ``seed`` of the split (or ``task``); return the opening messages."""
+        if self.episode is not None:
+            self.episode.close()
+        task = task or pick_task(self.world, self.split, seed, self.families)
+        self.episode = Episode(self.world, task, max_steps=self.max_steps)
+        system = SYSTEM_PROMPT.format(title=self.world.id, terminal=self.terminal, policy=self.world.policy)
+        self.messages = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": task.instruction},
+        ]
+        return list(self.messages)
+
+    @property
+    def done(self) -> bool:
+        return self.episode is not None and self.episode.over
+
+    def _ep(self) -> Episode:
+        if self.episode is None:
+            raise MirrorworldError("call reset() first")
+        return self.episode
+
+    def step(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """Apply one assistant message; return the tool messages it produced."""
+        ep = self._ep()
+        if ep.over:
+            raise MirrorworldError("the episode is over; call reset()")
+        if not isinstance(message, dict):
+            message = {"role": "assistant", "content": str(message)}
+        calls = message.get("tool_calls") or []
+        content = message.get("content")
+        record: dict[str, Any] = {"role": "assistant", "content": content if isinstance(content, str) else None}
+        if isinstance(calls, list) and calls:
+            record["tool_calls"] = calls
+        self.messages.append(record)
+        if not isinstance(calls, list) or not calls:
+            if isinstance(content, str) and content.strip():
+                ep.call(self.terminal, {"message": content})
+            ep.finish()
+            return []
+        replies = []
+        for i, call in enumerate(calls):
+            if ep.over:
+                break
+            call_id, name, args = _unpack(call, i)
+            result, _ = ep.call(name, args)
+            reply = {"role": "tool", "tool_call_id": call_id, "name": name, "content": result.content()}
+            replies.append(reply)
+            self.messages.append(reply)
+        return replies
+
+    def call(self, tool_call: dict[str, Any]) -> dict[str, Any]:
+        """Apply a single OpenAI tool call; return its tool message."""
+        replies = self.step({"role": "assistant", "content": None, "tool_calls": [tool_call]})
+        return replies[0] if replies else {"role": "tool", "content": "{}"}
+
+    def verdict(self) -> Verdict:
+        """The verdict (grading the episode now if it is still running)."""
+        return self._ep().finish()
+
+    def close(self) -> None:
+        if self.episode is not None:
+            self.episode.close()
+            self.episode = None
+
+
+def _unpack(call: Any, index: int) -> tuple[str, str, Any]:
+    """(id, tool name, arguments) of an OpenAI tool call, tolerating junk."""
+    if not isinstance(call, dict):
+        return f"call_{index}", "<malformed>", None
+    call_id = call.get("id") if isinstance(call.get("id"), str) else f"call_{index}"
+    fn = call.get("function")
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        return str(call_id), "<malformed>", None
+    args = fn.get("arguments")
+    if args is not None and not isinstance(args, (str, dict)):
+        args = json.dumps(args, default=str)
+    return str(call_id), fn["name"], args

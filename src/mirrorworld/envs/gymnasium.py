@@ -1,0 +1,215 @@
+"""Worlds as Gymnasium environments.
+
+Observations are a ``Dict`` of what an agent could see on its screen:
+
+* ``instruction`` — the task as the agent reads it;
+* ``view`` — a one-line header of the record last opened;
+* ``records`` — the records opened so far (``ticket:801,order:428``);
+* ``last_result`` — the last tool result as JSON (an error is ``{"error": {code, message}}``);
+* ``tool_mask`` — which tools can be called now (all of them until the episode ends);
+* ``step`` — the number of calls made.
+
+Actions are ``{"tool_name": Discrete(n), "tool_args": Text}`` where the text is
+the JSON arguments; ``env.unwrapped.tool_names[i]`` names tool ``i``. A string
+tool name and a dict of arguments are accepted too.
+
+``reset(seed=s)`` starts task ``s`` of the split; without a seed the task index
+is drawn from the environment's generator. The episode terminates when the
+agent calls the world's terminal tool (``respond``) and truncates at
+``max_steps``. At its end ``info["verdict"]`` holds the verdict as a dict.
+
+Rewards: with ``reward="sparse"`` only the verdict's score, at the end. With
+``reward="shaped"`` (default) also the potential-based process reward, whose
+terms sum to a constant per task (see :mod:`mirrorworld.verify.process`).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Any, Literal, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from mirrorworld.core.session import MAX_ARGS_CHARS
+from mirrorworld.core.task import Split, Task
+from mirrorworld.core.world import World
+from mirrorworld.envs.episode import Episode, pick_task
+from mirrorworld.errors import MirrorworldError
+from mirrorworld.registry import Registry, default
+
+__all__ = ["MirrorEnv", "CHARSET", "MAX_TEXT"]
+
+CHARSET = frozenset(string.printable)
+"""Every observation string is printable ASCII (JSON escapes the rest)."""
+
+MAX_TEXT = 16_000
+"""Longest observation string; longer tool results are cut with a marker."""
+
+_CUT = "...[truncated]"
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[: MAX_TEXT - len(_CUT)] + _CUT
+
+
+_NOT_PRINTABLE = re.compile(f"[^{re.escape(string.printable)}]")
+
+
+def _ascii(text: str) -> str:
+    """``text`` with every character outside ``CHARSET`` replaced by ``?``."""
+    return _NOT_PRINTABLE.sub("?", text)
+
+
+class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
+    """A mirror world as a Gymnasium environment. See the module docstring."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        world: str | World = "helpdesk",
+        *,
+        split: Split = "train",
+        families: tuple[str, ...] | list[str] | None = None,
+        max_steps: int = 30,
+        reward: Literal["shaped", "sparse"] = "shaped",
+        scale: float = 1.0,
+        data_seed: int = 0,
+        registry: Registry | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if isinstance(world, str):
+            world = (registry or default).get(world, scale=scale, data_seed=data_seed)
+        if split not in ("train", "test"):
+            raise MirrorworldError(f"split must be train or test, not {split!r}")
+        if reward not in ("shaped", "sparse"):
+            raise MirrorworldError(f"reward must be shaped or sparse, not {reward!r}")
+        self.world = world
+        self.split: Split = split
+        self.families = tuple(families) if families else None
+        if self.families:
+            for f in self.families:
+                world.family(f)
+        self.max_steps = max_steps
+        self.reward_mode = reward
+        self.render_mode = render_mode
+        self.tool_names: tuple[str, ...] = world.tool_names
+        n = len(self.tool_names)
+        text = spaces.Text(MAX_TEXT, min_length=0, charset=string.printable)
+        self.observation_space = spaces.Dict(
+            {
+                "instruction": text,
+                "view": text,
+                "records": text,
+                "last_result": text,
+                "tool_mask": spaces.MultiBinary(n),
+                "step": spaces.Box(0, max_steps, shape=(), dtype=np.int64),
+            }
+        )
+        self.action_space = spaces.Dict(
+            {
+                "tool_name": spaces.Discrete(n),
+                "tool_args": spaces.Text(MAX_ARGS_CHARS, min_length=0, charset=string.printable),
+            }
+        )
+        self._all = np.ones(n, dtype=np.int8)
+        self._none = np.zeros(n, dtype=np.int8)
+        self._episode: Episode | None = None
+        self._obs: dict[str, Any] | None = None
+
+    # -- Gymnasium API -------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        task = options.get("task")
+        if task is None:
+            if "task_id" in options:
+                family, _, task_seed = str(options["task_id"]).partition("/")
+                task = self.world.task(family, int(task_seed))
+            else:
+                index = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+                task = pick_task(self.world, self.split, index, self.families)
+        if not isinstance(task, Task):
+            raise MirrorworldError("options['task'] must be a Task")
+        if self._episode is not None:
+            self._episode.close()
+        self._episode = Episode(self.world, task, max_steps=self.max_steps)
+        self._instruction = _ascii(task.instruction)
+        obs = self._observe("")
+        return obs, {"task_id": task.id, "family": task.family, "split": task.split}
+
+    def step(self, action: dict[str, Any]) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        ep = self._episode
+        if ep is None:
+            raise MirrorworldError("call reset() before step()")
+        name: Any
+        try:
+            raw = action["tool_name"]
+            args = action.get("tool_args", "")
+        except (TypeError, KeyError, AttributeError):
+            raw, args = None, None
+        if isinstance(raw, str):
+            name = raw
+        elif isinstance(raw, (int, np.integer)) and 0 <= int(raw) < len(self.tool_names):
+            name = self.tool_names[int(raw)]
+        else:
+            name = f"#{raw!r}"[:60]
+        if not isinstance(args, (str, dict)) and args is not None:
+            args = "\x00"  # not JSON: the session answers with invalid_json
+        result, shaping = ep.call(name, args)
+        obs = self._observe(_clip(result.content()))
+        terminated, truncated = ep.terminated, ep.truncated
+        reward = shaping if self.reward_mode == "shaped" else 0.0
+        info: dict[str, Any] = {"tool": name, "ok": result.ok}
+        if not result.ok:
+            info["error"] = result.error
+        if ep.verdict is not None:
+            reward += ep.verdict.score
+            info["verdict"] = ep.verdict.to_dict()
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._obs is None:
+            return None
+        o = self._obs
+        return f"[step {int(o['step'])}] {o['view']}\n{o['last_result']}"
+
+    def close(self) -> None:
+        if self._episode is not None:
+            self._episode.close()
+            self._episode = None
+
+    # -- extras ----------------------------------------------------------------
+
+    def state_hash(self) -> str:
+        """The canonical hash of the current episode's state."""
+        if self._episode is None:
+            raise MirrorworldError("call reset() first")
+        return self._episode.session.state_hash()
+
+    @property
+    def episode(self) -> Episode | None:
+        return self._episode
+
+    def _observe(self, last_result: str) -> dict[str, Any]:
+        ep = self._episode
+        assert ep is not None
+        s = ep.session
+        obs = {
+            "instruction": self._instruction,
+            "view": _ascii(s.view),
+            "records": ",".join(s.viewed),
+            "last_result": last_result,
+            "tool_mask": (self._none if s.done else self._all).copy(),
+            "step": np.array(min(s.steps, self.max_steps), dtype=np.int64),
+        }
+        self._obs = obs
+        return obs

@@ -1,0 +1,1 @@
+"""Reference mirror worlds. Each world lives in a folder of its own."""

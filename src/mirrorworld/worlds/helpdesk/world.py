@@ -1,0 +1,96 @@
+"""The helpdesk world: the contact center of Northwind Goods, an online retailer."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mirrorworld.core.session import Session, Violation
+from mirrorworld.core.task import EntityRef, TaskFamily
+from mirrorworld.core.tools import ToolSpec
+from mirrorworld.core.world import Rule, World
+from mirrorworld.worlds.helpdesk import data, guards
+from mirrorworld.worlds.helpdesk.rules import EPOCH, RULES
+from mirrorworld.worlds.helpdesk.tasks import FAMILIES
+from mirrorworld.worlds.helpdesk.tools import TOOLS
+
+__all__ = ["HelpdeskWorld"]
+
+_OWNERS: dict[str, tuple[str, str]] = {
+    # table: (entity kind, column holding the entity id)
+    "customers": ("customer", "id"),
+    "identity_checks": ("customer", "customer_id"),
+    "orders": ("order", "id"),
+    "order_lines": ("order", "order_id"),
+    "refunds": ("order", "order_id"),
+    "approvals": ("order", "order_id"),
+    "tickets": ("ticket", "id"),
+    "ticket_messages": ("ticket", "ticket_id"),
+    "products": ("product", "id"),
+    "teams": ("team", "id"),
+    "agents": ("agent", "id"),
+    "articles": ("article", "id"),
+}
+
+
+class HelpdeskWorld(World):
+    """Customers, orders, tickets, refunds and a knowledge base; 24 tools; 9 task families.
+
+    ``scale`` multiplies the number of customers, orders and tickets (1.0 is
+    about tau-bench retail's size); ``data_seed`` draws another world of the
+    same shape.
+    """
+
+    name = "helpdesk"
+    title = "Helpdesk"
+    version = 0
+    epoch = EPOCH
+    source_dir = Path(__file__).resolve().parent
+
+    def declare_tools(self) -> Sequence[ToolSpec]:
+        return TOOLS
+
+    def declare_rules(self) -> Sequence[Rule]:
+        return RULES
+
+    def declare_families(self) -> Sequence[TaskFamily]:
+        return FAMILIES
+
+    def generate(self, conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
+        data.generate(conn, rng, scale)
+
+    def owner(self, table: str, row: dict[str, Any]) -> EntityRef | None:
+        spec = _OWNERS.get(table)
+        if spec is None:
+            return None
+        return (spec[0], int(row[spec[1]]))
+
+    def outcome_view(self, db: sqlite3.Connection, targets: Sequence[EntityRef]) -> dict[str, Any]:
+        view: dict[str, Any] = {}
+        for kind, ident in targets:
+            key = f"{kind}:{ident}"
+            if kind == "ticket":
+                row = db.execute(
+                    "SELECT status, priority, team_id, assignee_id, merged_into FROM tickets WHERE id=?", (ident,)
+                ).fetchone()
+                view[key] = dict(zip(("status", "priority", "team_id", "assignee_id", "merged_into"), row,
+                                     strict=True)) if row else None
+            elif kind == "order":
+                row = db.execute("SELECT status FROM orders WHERE id=?", (ident,)).fetchone()
+                lines = db.execute(
+                    "SELECT id, refunded_cents FROM order_lines WHERE order_id=? ORDER BY id", (ident,)
+                ).fetchall()
+                view[key] = {"status": row[0], "refunded": {str(i): c for i, c in lines}} if row else None
+            elif kind == "customer":
+                cols = ("email", "phone", "address", "city", "zip", "tier")
+                row = db.execute(f"SELECT {', '.join(cols)} FROM customers WHERE id=?", (ident,)).fetchone()
+                view[key] = dict(zip(cols, row, strict=True)) if row else None
+            else:
+                raise ValueError(f"helpdesk has no outcome view for {kind}")
+        return view
+
+    def guards(self, session: Session) -> list[Violation]:
+        return guards.disclosed(session)
