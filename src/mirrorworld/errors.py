@@ -17,6 +17,9 @@ must be loud. The tree::
     ├── VerifierError                grading could not be carried out.
     ├── SessionClosedError           a closed session was used.
     ├── RegistryError                an unknown world, family or agent name.
+    ├── AgentError                   an agent failed to produce an action (an LLM
+    │                                endpoint down, a bad response): the episode is
+    │                                recorded as errored, not as an agent failure.
     └── RunFileError                 a run file is missing, corrupt or of another format.
 
 Any other exception raised inside a tool (``sqlite3.Error``, ``KeyError``…) is a
@@ -36,6 +39,7 @@ __all__ = [
     "SessionClosedError",
     "RegistryError",
     "RunFileError",
+    "AgentError",
 ]
 
 
@@ -87,3 +91,7 @@ class RegistryError(MirrorworldError):
 
 class RunFileError(MirrorworldError):
     """A run file is missing, unreadable or not a mirrorworld run file."""
+
+
+class AgentError(MirrorworldError):
+    """An agent could not produce an action (infrastructure, not behaviour)."""

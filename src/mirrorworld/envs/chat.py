@@ -102,7 +102,7 @@ class ChatEnv:
                 break
             call_id, name, args = _unpack(call, i)
             result, _ = ep.call(name, args)
-            reply = {"role": "tool", "tool_call_id": call_id, "name": name, "content": result.content()}
+            reply = {"role": "tool", "tool_call_id": call_id, "content": result.content()}
             replies.append(reply)
             self.messages.append(reply)
         return replies

@@ -33,6 +33,8 @@ class Episode:
         self.session: Session = world.session(task)
         self.process = ProcessReward(self.session)
         self.verdict: Verdict | None = None
+        self.total_reward = 0.0
+        """Shaped return so far: process terms plus the score once graded."""
 
     @property
     def over(self) -> bool:
@@ -51,14 +53,21 @@ class Episode:
         result = self.session.call(tool, args)
         end = self.session.done or self.session.steps >= self.max_steps
         shaping = self.process.step(episode_over=end)
+        self.total_reward += shaping
         if end and self.verdict is None:
-            self.verdict = Verifier()(self.session)
+            self._grade()
         return result, shaping
+
+    def _grade(self) -> Verdict:
+        self.verdict = Verifier()(self.session)
+        self.total_reward += self.verdict.score
+        return self.verdict
 
     def finish(self) -> Verdict:
         """End the episode now (the agent stopped) and grade it."""
         if self.verdict is None:
-            self.verdict = Verifier()(self.session)
+            self.total_reward += self.process.step(episode_over=True)
+            return self._grade()
         return self.verdict
 
     def close(self) -> None:

@@ -1,10 +1,12 @@
 """Dense process reward by potential-based shaping.
 
-Φ(s) is the fraction of the task's checks that hold in state ``s``. Each step
+Φ(s) is the fraction of the task's checks that hold in state ``s``, less the
+fraction that held in the initial state ``s₀`` (so Φ(s₀) = 0, and breaking a
+constraint that held at the start makes Φ negative). Each step
 earns ``F = γΦ(s') − Φ(s)`` with γ = 1, and at the end of the episode the
 potential is taken back (Φ of the terminal state counts as 0). The shaping
-terms of an episode therefore sum to ``−Φ(s₀)``, a constant of the task: an
-agent cannot farm them (an undo followed by a redo nets zero, and reaching a
+terms of an episode therefore sum to ``−Φ(s₀) = 0``, and an episode's shaped
+return equals its outcome score: an agent cannot farm them (an undo followed by a redo nets zero, and reaching a
 subgoal without finishing is paid back at the end), and the optimal policy of
 the outcome reward is unchanged (Ng, Harada & Russell, 1999).
 """
@@ -23,12 +25,13 @@ class ProcessReward:
     def __init__(self, session: Session) -> None:
         self.session = session
         self._checks = session.task.checks if session.task is not None else ()
-        self.initial = self._phi()
-        self.current = self.initial
+        self._base = 0.0
+        self._base = self._phi()
+        self.current = 0.0
         self._seen_events = len(session.events)
 
     def _phi(self) -> float:
-        return potential(self.session.db, self.session.image, self._checks)
+        return potential(self.session.db, self.session.image, self._checks) - self._base
 
     def step(self, *, episode_over: bool) -> float:
         """The shaping term for the calls made since the last ``step``."""

@@ -400,15 +400,15 @@ class UpdateEmail(TaskFamily):
 # (article title prefix, question, regex capturing the fact, fact kind)
 KB_QUESTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("Shipping options", "How much does express shipping cost?", r"Express shipping takes \d+ business days and "
-     r"costs \$([\d.]+)", "money"),
+     r"costs \$(\d+(?:\.\d+)?)", "money"),
     ("Shipping options", "How many business days does standard shipping take?", r"Standard shipping takes (\d+)",
      "number"),
-    ("Shipping options", "Above what order amount is standard shipping free?", r"free on orders over \$([\d.]+)",
+    ("Shipping options", "Above what order amount is standard shipping free?", r"free on orders over \$(\d+(?:\.\d+)?)",
      "money"),
     ("Price adjustments", "If something I bought gets cheaper after it's delivered, how many days do I have to "
      "get the difference back?", r"within (\d+) days", "number"),
     ("Gift cards", "For how many years is a gift card valid?", r"valid for (\d+) years", "number"),
-    ("Gift wrapping", "How much does gift wrapping cost per item?", r"\$([\d.]+) per item", "money"),
+    ("Gift wrapping", "How much does gift wrapping cost per item?", r"\$(\d+(?:\.\d+)?) per item", "money"),
     ("Restocking fee", "What percentage restocking fee applies to opened electronics I return?",
      r"fee of (\d+) percent", "number"),
     ("Return labels", "How many business days until I get a prepaid return label by email?",

@@ -1,0 +1,7 @@
+"""``python -m mirrorworld``."""
+
+import sys
+
+from mirrorworld.cli import main
+
+sys.exit(main())

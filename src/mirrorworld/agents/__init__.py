@@ -1,0 +1,48 @@
+"""Agents: scripted baselines, test doubles, replay and an OpenAI-compatible client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mirrorworld.agents.base import Agent, EpisodeContext, assistant, tool_call
+from mirrorworld.agents.openai import OpenAIAgent
+from mirrorworld.agents.replay import ReplayAgent
+from mirrorworld.agents.scripted import (
+    ClaimSuccessAgent,
+    NoopAgent,
+    OracleAgent,
+    RandomAgent,
+    RefuseAgent,
+    ScriptedAgent,
+)
+from mirrorworld.errors import RegistryError
+
+__all__ = [
+    "Agent", "EpisodeContext", "NoopAgent", "RefuseAgent", "ClaimSuccessAgent", "OracleAgent", "RandomAgent",
+    "ScriptedAgent", "ReplayAgent", "OpenAIAgent", "make_agent", "AGENTS", "assistant", "tool_call",
+]
+
+AGENTS = ("noop", "refuse", "claim", "random", "oracle", "replay", "openai")
+
+
+def make_agent(name: str, **options: Any) -> Agent:
+    """An agent by name. ``replay`` needs ``replay=RUN``; ``openai`` needs ``base_url`` and ``model``."""
+    if name == "noop":
+        return NoopAgent()
+    if name == "refuse":
+        return RefuseAgent()
+    if name == "claim":
+        return ClaimSuccessAgent()
+    if name == "oracle":
+        return OracleAgent()
+    if name == "random":
+        return RandomAgent(seed=int(options.get("seed") or 0))
+    if name == "replay":
+        if not options.get("replay"):
+            raise RegistryError("the replay agent needs a run file (--replay RUN)")
+        return ReplayAgent.from_run(options["replay"])
+    if name == "openai":
+        if not options.get("base_url") or not options.get("model"):
+            raise RegistryError("the openai agent needs --base-url and --model")
+        return OpenAIAgent(base_url=options["base_url"], model=options["model"], api_key=options.get("api_key"))
+    raise RegistryError(f"no agent named {name!r} (known: {', '.join(AGENTS)})")

@@ -1,0 +1,135 @@
+"""Scripted agents: baselines and test doubles shipped with the library.
+
+* ``noop`` ends every episode at once, saying nothing;
+* ``refuse`` refuses every request;
+* ``claim`` claims success without doing anything;
+* ``oracle`` replays the task's gold solution (privileged);
+* ``random`` calls random tools with random, schema-shaped arguments;
+* ``replay`` replays the assistant messages of a recorded episode;
+* ``scripted`` plays a fixed list of assistant messages.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from mirrorworld.agents.base import Agent, EpisodeContext, Message, assistant, tool_call
+
+__all__ = ["NoopAgent", "RefuseAgent", "ClaimSuccessAgent", "OracleAgent", "RandomAgent", "ScriptedAgent"]
+
+REFUSAL = "I'm sorry, but I can't help with that request."
+CLAIM = "All done! I've taken care of everything you asked for and your issue is fully resolved."
+
+
+class NoopAgent(Agent):
+    """Does nothing: ends the episode with no action and no message."""
+
+    name = "noop"
+
+    def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        return assistant("")
+
+
+class RefuseAgent(Agent):
+    """Refuses everything."""
+
+    name = "refuse"
+
+    def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        return assistant(REFUSAL)
+
+
+class ClaimSuccessAgent(Agent):
+    """Claims success without acting."""
+
+    name = "claim"
+
+    def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        return assistant(CLAIM)
+
+
+class OracleAgent(Agent):
+    """Replays the gold solution, one tool call per message."""
+
+    name = "oracle"
+
+    def reset(self, context: EpisodeContext) -> None:
+        self._calls = list(context.task.gold)
+        self._i = 0
+
+    def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        if self._i >= len(self._calls):
+            return assistant("")
+        call = self._calls[self._i]
+        self._i += 1
+        return assistant(None, [tool_call(f"call_{self._i}", call.tool, call.args)])
+
+
+class ScriptedAgent(Agent):
+    """Plays a fixed list of assistant messages, then stops."""
+
+    name = "scripted"
+
+    def __init__(self, script: Sequence[Message]) -> None:
+        self.script = list(script)
+
+    def reset(self, context: EpisodeContext) -> None:
+        self._i = 0
+
+    def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        if self._i >= len(self.script):
+            return assistant("")
+        msg = self.script[self._i]
+        self._i += 1
+        return msg
+
+
+WORDS = ("order", "refund", "ticket", "please", "account", "help", "status", "update", "item", "thanks")
+
+
+class RandomAgent(Agent):
+    """Random tools with random arguments shaped by their schemas (seeded per episode)."""
+
+    name = "random"
+
+    def __init__(self, *, max_calls: int = 8, seed: int = 0) -> None:
+        self.max_calls = max_calls
+        self.seed = seed
+
+    def reset(self, context: EpisodeContext) -> None:
+        self.rng = random.Random(f"random-agent/{self.seed}/{context.task.id}")
+        self._n = 0
+
+    def _value(self, schema: dict[str, Any]) -> Any:
+        rng = self.rng
+        if "enum" in schema:
+            return rng.choice(schema["enum"])
+        kind = schema.get("type")
+        if kind == "integer":
+            return rng.randint(1, 1200)
+        if kind == "number":
+            return round(rng.uniform(1, 500), 2)
+        if kind == "boolean":
+            return rng.random() < 0.5
+        if kind == "array":
+            return [rng.choice(WORDS) for _ in range(rng.randint(1, 3))]
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5)))
+
+    def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        self._n += 1
+        if self._n > self.max_calls or self.rng.random() < 0.1:
+            words = " ".join(self.rng.choice(WORDS) for _ in range(8))
+            return assistant(words.capitalize() + ".")
+        fn = self.rng.choice(tools)["function"]
+        params = fn["parameters"]
+        args = {}
+        for name, schema in params["properties"].items():
+            if name in params.get("required", []) or self.rng.random() < 0.5:
+                args[name] = self._value(schema)
+        if self.rng.random() < 0.05:  # now and then, garbage
+            text = "".join(self.rng.choice(string.printable) for _ in range(20))
+            return assistant(None, [tool_call(f"call_{self._n}", fn["name"], text)])
+        return assistant(None, [tool_call(f"call_{self._n}", fn["name"], args)])

@@ -1,0 +1,314 @@
+"""The ``mirrorworld`` command line.
+
+Commands: ``run`` (the main job: agents over tasks, graded and recorded),
+``show`` (a run file or one of its episodes), ``tasks``, ``tools``, ``worlds``
+and ``bench``. Every error is one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from mirrorworld.errors import MirrorworldError
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"mirrorworld: error: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mirrorworld", description="Mirror worlds for training and evaluating tool-using agents.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run an agent over tasks, grade and record every episode")
+    r.add_argument("--world", default="helpdesk")
+    r.add_argument("--agent", default="oracle", help="noop, refuse, claim, random, oracle, replay or openai")
+    r.add_argument("--episodes", type=int, default=20, help="number of tasks")
+    r.add_argument("--trials", type=int, default=1, help="runs per task (for pass^k)")
+    r.add_argument("--split", choices=("train", "test"), default="test")
+    r.add_argument("--families", default=None, help="comma-separated task families (default: all)")
+    r.add_argument("--start", type=int, default=0, help="index of the first task in the split")
+    r.add_argument("--max-steps", type=int, default=30)
+    r.add_argument("--scale", type=float, default=1.0)
+    r.add_argument("--out", default=None, help="run file to write (default: runs/<world>-<agent>-<time>.sqlite)")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random agent")
+    r.add_argument("--replay", default=None, help="run file for the replay agent")
+    r.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint for the openai agent")
+    r.add_argument("--model", default=None, help="model name for the openai agent")
+
+    s = sub.add_parser("show", help="show a run file, or one episode of it")
+    s.add_argument("run")
+    s.add_argument("episode", nargs="?", type=int)
+    s.add_argument("--json", action="store_true")
+
+    t = sub.add_parser("tasks", help="list a world's task families with a sample task")
+    t.add_argument("--world", default="helpdesk")
+    t.add_argument("--split", choices=("train", "test"), default="test")
+    t.add_argument("--json", action="store_true")
+
+    o = sub.add_parser("tools", help="list a world's tools")
+    o.add_argument("--world", default="helpdesk")
+    o.add_argument("--format", choices=("table", "openai", "markdown"), default="table")
+
+    sub.add_parser("worlds", help="list the registered worlds")
+
+    b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
+    b.add_argument("--world", default="helpdesk")
+    b.add_argument("--json", action="store_true")
+    b.add_argument("--quick", action="store_true", help="a few seconds instead of a minute")
+    return p
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def _world(name: str, scale: float = 1.0) -> Any:
+    from mirrorworld.registry import default
+
+    return default.get(name, scale=scale)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mirrorworld.agents import make_agent
+    from mirrorworld.run import RunFile, run_episodes, summarize
+
+    if args.episodes < 1 or args.trials < 1 or args.max_steps < 1:
+        raise MirrorworldError("--episodes, --trials and --max-steps must be at least 1")
+    world = _world(args.world, args.scale)
+    families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+    for f in families or ():
+        world.family(f)
+    agent = make_agent(args.agent, seed=args.seed, replay=args.replay, base_url=args.base_url, model=args.model)
+    out = Path(args.out) if args.out else Path("runs") / (
+        f"{world.name}-{agent.name}-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.sqlite"
+    )
+    meta = {
+        "world": world.id, "world_hash": world.content_hash, "agent": agent.name, "split": args.split,
+        "episodes": args.episodes, "trials": args.trials, "families": families, "max_steps": args.max_steps,
+        "scale": args.scale, "start": args.start,
+    }
+    runfile = RunFile.create(out, meta)
+    started = time.perf_counter()
+    show_progress = not args.no_progress and not args.json or (not args.no_progress and sys.stderr.isatty())
+    try:
+        if show_progress:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            with Progress(
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                console=_console(stderr=True), transient=True,
+            ) as bar:
+                job = bar.add_task(f"{agent.name} on {world.id}", total=args.episodes * args.trials)
+                records = run_episodes(
+                    world, agent, episodes=args.episodes, split=args.split, families=families, start=args.start,
+                    trials=args.trials, max_steps=args.max_steps, on_record=runfile.add,
+                    progress=lambda done, total: bar.update(job, completed=done),
+                )
+        else:
+            records = run_episodes(
+                world, agent, episodes=args.episodes, split=args.split, families=families, start=args.start,
+                trials=args.trials, max_steps=args.max_steps, on_record=runfile.add,
+            )
+        summary = summarize(records, seconds=time.perf_counter() - started)
+        summary["run_file"] = str(out)
+        runfile.set_meta("summary", summary)
+    finally:
+        runfile.close()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_summary(summary, title=f"{agent.name} on {world.id} ({args.split} split)")
+        print(f"saved {len(records)} episodes to {out}")
+    return 0
+
+
+def _print_summary(summary: dict[str, Any], title: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("family", "episodes", "pass rate", "pass^k", "mean reward", "mean steps", "errors"):
+        table.add_column(col, justify="left" if col == "family" else "right")
+
+    def row(name: str, b: dict[str, Any], style: str | None = None) -> None:
+        table.add_row(name, str(b["episodes"]), f"{b['pass_rate']:.1%}", f"{b['pass_hat_k']:.1%}",
+                      f"{b['mean_reward']:.3f}", f"{b['mean_steps']:.1f}", str(b["errors"]), style=style)
+
+    for name, b in summary["families"].items():
+        row(name, b)
+    row("all", summary, style="bold")
+    con = _console()
+    con.print(table)
+    gates = ", ".join(f"{g} {n}" for g, n in summary["gate_failures"].items())
+    con.print(f"verifier gate failures: {gates}")
+    if "episodes_per_s" in summary:
+        con.print(f"{summary['episodes']} episodes in {summary['seconds']:.2f} s ({summary['episodes_per_s']} /s)")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mirrorworld.run import RunFile
+
+    with RunFile.open(args.run) as run:
+        if args.episode is None:
+            meta = run.meta
+            eps = [
+                {"index": e.index, "task": e.task_id, "trial": e.trial, "passed": e.passed, "reward": e.reward,
+                 "steps": e.steps, "error": e.error}
+                for e in run.episodes()
+            ]
+            if args.json:
+                print(json.dumps({"meta": meta, "episodes": eps}, indent=2))
+                return 0
+            if "summary" in meta:
+                _print_summary(meta["summary"], title=f"{meta['agent']} on {meta['world']} ({meta['split']} split)")
+            from rich.table import Table
+
+            table = Table(title=str(args.run))
+            for col in ("#", "task", "trial", "passed", "reward", "steps"):
+                table.add_column(col)
+            for e in eps:
+                table.add_row(str(e["index"]), e["task"], str(e["trial"]), "yes" if e["passed"] else "no",
+                              f"{e['reward']:.2f}", str(e["steps"]))
+            _console().print(table)
+            return 0
+        ep = run.episode(args.episode)
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps(asdict(ep), indent=2, default=str))
+        return 0
+    con = _console()
+    con.print(f"[bold]episode {ep.index}[/bold]  task {ep.task_id}  agent {ep.agent}  "
+              f"{'[green]PASSED' if ep.passed else '[red]FAILED'}[/]  reward {ep.reward:.2f}  steps {ep.steps}")
+    for m in ep.messages:
+        role = m.get("role")
+        if role == "system":
+            continue
+        if role == "assistant" and m.get("tool_calls"):
+            for c in m["tool_calls"]:
+                fn = c.get("function", {}) if isinstance(c, dict) else {}
+                con.print(f"[cyan]assistant → {fn.get('name')}[/cyan] {fn.get('arguments')}", markup=True)
+        elif role == "tool":
+            con.print(f"  [dim]tool:[/dim] {str(m.get('content'))[:400]}", markup=True)
+        else:
+            con.print(f"[bold]{role}:[/bold] {m.get('content')}")
+    con.print("[bold]verdict[/bold]")
+    for gate, result in ep.verdict["breakdown"].items():
+        if isinstance(result, dict) and "passed" in result:
+            mark = "[green]pass[/]" if result["passed"] else "[red]FAIL[/]"
+            con.print(f"  {gate}: {mark} {'; '.join(result.get('evidence', []))}")
+        else:
+            con.print(f"  {gate}: {result}")
+    if ep.error:
+        con.print(f"[red]error:[/red] {ep.error}")
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from mirrorworld.core.task import split_seed
+
+    world = _world(args.world)
+    rows = []
+    for fam in world.families:
+        task = world.task(fam.name, split_seed(args.split, 0))
+        rows.append({"family": fam.name, "description": fam.description, "example_id": task.id,
+                     "instruction": task.instruction, "gold_calls": len(task.gold), "checks": len(task.checks),
+                     "facts": len(task.facts)})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"task families of {world.id}", show_lines=True)
+    for col in ("family", "description", "example instruction", "gold calls"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["family"], r["description"], r["instruction"], str(r["gold_calls"]))
+    _console().print(table)
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    world = _world(args.world)
+    if args.format == "openai":
+        print(json.dumps([t.openai_schema() for t in world.tools], indent=2))
+        return 0
+    if args.format == "markdown":
+        for i, t in enumerate(world.tools):
+            params = ", ".join(f"`{p.name}`" + ("" if p.required else "?") for p in t.params)
+            print(f"{i}. **`{t.name}`** ({t.kind}) {params}: {t.description}")
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"tools of {world.id}")
+    for col in ("#", "tool", "kind", "arguments", "description"):
+        table.add_column(col)
+    for i, t in enumerate(world.tools):
+        params = ", ".join(p.name + ("" if p.required else "?") for p in t.params)
+        table.add_row(str(i), t.name, t.kind, params, t.description)
+    _console().print(table)
+    return 0
+
+
+def cmd_worlds(args: argparse.Namespace) -> int:
+    from mirrorworld.registry import default
+
+    for name in default.names():
+        w = default.get(name)
+        print(f"{w.id}\t{len(w.tools)} tools\t{len(w.families)} task families\thash {w.content_hash}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from mirrorworld.bench import format_report, run_bench
+
+    report = run_bench(args.world, quick=args.quick, progress=not args.json or sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_report(report))
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "show": cmd_show, "tasks": cmd_tasks, "tools": cmd_tools, "worlds": cmd_worlds,
+            "bench": cmd_bench}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except MirrorworldError as err:
+        print(f"mirrorworld: error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        print(f"mirrorworld: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("mirrorworld: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if os.environ.get("MIRRORWORLD_DEBUG"):
+            raise
+        print(f"mirrorworld: internal error: {type(err).__name__}: {err} (MIRRORWORLD_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""Running agents over tasks, recording trajectories, summarising metrics."""
+
+from mirrorworld.run.metrics import summarize
+from mirrorworld.run.runner import EpisodeRecord, RunResult, run_episode, run_episodes
+from mirrorworld.run.trajectories import RunFile
+
+__all__ = ["EpisodeRecord", "RunResult", "RunFile", "run_episode", "run_episodes", "summarize"]
