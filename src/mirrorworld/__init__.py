@@ -25,10 +25,30 @@ from mirrorworld.verify import Verdict, Verifier, verify
 __version__ = "0.1.0"
 
 __all__ = [
-    "World", "Session", "ToolResult", "Event", "Task", "TaskFamily", "ToolCall", "Check", "Fact", "Rule",
-    "ToolSpec", "tool", "Verdict", "Verifier", "verify", "Registry", "make_world",
-    "MirrorworldError", "ToolError", "WorldError", "TaskError", "VerifierError", "RegistryError",
+    "Check",
+    "Event",
+    "Fact",
+    "MirrorworldError",
+    "Registry",
+    "RegistryError",
+    "Rule",
+    "Session",
+    "Task",
+    "TaskError",
+    "TaskFamily",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+    "ToolSpec",
+    "Verdict",
+    "Verifier",
+    "VerifierError",
+    "World",
+    "WorldError",
     "__version__",
+    "make_world",
+    "tool",
+    "verify",
 ]
 
 

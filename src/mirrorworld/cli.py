@@ -95,35 +95,62 @@ def cmd_run(args: argparse.Namespace) -> int:
     for f in families or ():
         world.family(f)
     agent = make_agent(args.agent, seed=args.seed, replay=args.replay, base_url=args.base_url, model=args.model)
-    out = Path(args.out) if args.out else Path("runs") / (
-        f"{world.name}-{agent.name}-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.sqlite"
+    out = (
+        Path(args.out)
+        if args.out
+        else Path("runs") / (f"{world.name}-{agent.name}-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.sqlite")
     )
     meta = {
-        "world": world.id, "world_hash": world.content_hash, "agent": agent.name, "split": args.split,
-        "episodes": args.episodes, "trials": args.trials, "families": families, "max_steps": args.max_steps,
-        "scale": args.scale, "start": args.start,
+        "world": world.id,
+        "world_hash": world.content_hash,
+        "agent": agent.name,
+        "split": args.split,
+        "episodes": args.episodes,
+        "trials": args.trials,
+        "families": families,
+        "max_steps": args.max_steps,
+        "scale": args.scale,
+        "start": args.start,
     }
     runfile = RunFile.create(out, meta)
     started = time.perf_counter()
-    show_progress = not args.no_progress and not args.json or (not args.no_progress and sys.stderr.isatty())
+    show_progress = (not args.no_progress and not args.json) or (not args.no_progress and sys.stderr.isatty())
     try:
         if show_progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             with Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                console=_console(stderr=True), transient=True,
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=_console(stderr=True),
+                transient=True,
             ) as bar:
                 job = bar.add_task(f"{agent.name} on {world.id}", total=args.episodes * args.trials)
                 records = run_episodes(
-                    world, agent, episodes=args.episodes, split=args.split, families=families, start=args.start,
-                    trials=args.trials, max_steps=args.max_steps, on_record=runfile.add,
+                    world,
+                    agent,
+                    episodes=args.episodes,
+                    split=args.split,
+                    families=families,
+                    start=args.start,
+                    trials=args.trials,
+                    max_steps=args.max_steps,
+                    on_record=runfile.add,
                     progress=lambda done, total: bar.update(job, completed=done),
                 )
         else:
             records = run_episodes(
-                world, agent, episodes=args.episodes, split=args.split, families=families, start=args.start,
-                trials=args.trials, max_steps=args.max_steps, on_record=runfile.add,
+                world,
+                agent,
+                episodes=args.episodes,
+                split=args.split,
+                families=families,
+                start=args.start,
+                trials=args.trials,
+                max_steps=args.max_steps,
+                on_record=runfile.add,
             )
         summary = summarize(records, seconds=time.perf_counter() - started)
         summary["run_file"] = str(out)
@@ -146,8 +173,16 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
         table.add_column(col, justify="left" if col == "family" else "right")
 
     def row(name: str, b: dict[str, Any], style: str | None = None) -> None:
-        table.add_row(name, str(b["episodes"]), f"{b['pass_rate']:.1%}", f"{b['pass_hat_k']:.1%}",
-                      f"{b['mean_reward']:.3f}", f"{b['mean_steps']:.1f}", str(b["errors"]), style=style)
+        table.add_row(
+            name,
+            str(b["episodes"]),
+            f"{b['pass_rate']:.1%}",
+            f"{b['pass_hat_k']:.1%}",
+            f"{b['mean_reward']:.3f}",
+            f"{b['mean_steps']:.1f}",
+            str(b["errors"]),
+            style=style,
+        )
 
     for name, b in summary["families"].items():
         row(name, b)
@@ -167,8 +202,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         if args.episode is None:
             meta = run.meta
             eps = [
-                {"index": e.index, "task": e.task_id, "trial": e.trial, "passed": e.passed, "reward": e.reward,
-                 "steps": e.steps, "error": e.error}
+                {
+                    "index": e.index,
+                    "task": e.task_id,
+                    "trial": e.trial,
+                    "passed": e.passed,
+                    "reward": e.reward,
+                    "steps": e.steps,
+                    "error": e.error,
+                }
                 for e in run.episodes()
             ]
             if args.json:
@@ -182,8 +224,14 @@ def cmd_show(args: argparse.Namespace) -> int:
             for col in ("#", "task", "trial", "passed", "reward", "steps"):
                 table.add_column(col)
             for e in eps:
-                table.add_row(str(e["index"]), e["task"], str(e["trial"]), "yes" if e["passed"] else "no",
-                              f"{e['reward']:.2f}", str(e["steps"]))
+                table.add_row(
+                    str(e["index"]),
+                    str(e["task"]),
+                    str(e["trial"]),
+                    "yes" if e["passed"] else "no",
+                    f"{e['reward']:.2f}",
+                    str(e["steps"]),
+                )
             _console().print(table)
             return 0
         ep = run.episode(args.episode)
@@ -193,8 +241,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(asdict(ep), indent=2, default=str))
         return 0
     con = _console()
-    con.print(f"[bold]episode {ep.index}[/bold]  task {ep.task_id}  agent {ep.agent}  "
-              f"{'[green]PASSED' if ep.passed else '[red]FAILED'}[/]  reward {ep.reward:.2f}  steps {ep.steps}")
+    con.print(
+        f"[bold]episode {ep.index}[/bold]  task {ep.task_id}  agent {ep.agent}  "
+        f"{'[green]PASSED' if ep.passed else '[red]FAILED'}[/]  reward {ep.reward:.2f}  steps {ep.steps}"
+    )
     for m in ep.messages:
         role = m.get("role")
         if role == "system":
@@ -226,9 +276,17 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     rows = []
     for fam in world.families:
         task = world.task(fam.name, split_seed(args.split, 0))
-        rows.append({"family": fam.name, "description": fam.description, "example_id": task.id,
-                     "instruction": task.instruction, "gold_calls": len(task.gold), "checks": len(task.checks),
-                     "facts": len(task.facts)})
+        rows.append(
+            {
+                "family": fam.name,
+                "description": fam.description,
+                "example_id": task.id,
+                "instruction": task.instruction,
+                "gold_calls": len(task.gold),
+                "checks": len(task.checks),
+                "facts": len(task.facts),
+            }
+        )
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -285,8 +343,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "show": cmd_show, "tasks": cmd_tasks, "tools": cmd_tools, "worlds": cmd_worlds,
-            "bench": cmd_bench}
+COMMANDS = {
+    "run": cmd_run,
+    "show": cmd_show,
+    "tasks": cmd_tasks,
+    "tools": cmd_tools,
+    "worlds": cmd_worlds,
+    "bench": cmd_bench,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -305,8 +369,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if os.environ.get("MIRRORWORLD_DEBUG"):
             raise
-        print(f"mirrorworld: internal error: {type(err).__name__}: {err} (MIRRORWORLD_DEBUG=1 shows the traceback)",
-              file=sys.stderr)
+        print(
+            f"mirrorworld: internal error: {type(err).__name__}: {err} (MIRRORWORLD_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return 70
 
 

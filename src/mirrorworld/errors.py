@@ -31,15 +31,15 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AgentError",
     "MirrorworldError",
-    "ToolError",
-    "WorldError",
-    "TaskError",
-    "VerifierError",
-    "SessionClosedError",
     "RegistryError",
     "RunFileError",
-    "AgentError",
+    "SessionClosedError",
+    "TaskError",
+    "ToolError",
+    "VerifierError",
+    "WorldError",
 ]
 
 

@@ -18,8 +18,20 @@ from mirrorworld.agents.scripted import (
 from mirrorworld.errors import RegistryError
 
 __all__ = [
-    "Agent", "EpisodeContext", "NoopAgent", "RefuseAgent", "ClaimSuccessAgent", "OracleAgent", "RandomAgent",
-    "ScriptedAgent", "ReplayAgent", "OpenAIAgent", "make_agent", "AGENTS", "assistant", "tool_call",
+    "AGENTS",
+    "Agent",
+    "ClaimSuccessAgent",
+    "EpisodeContext",
+    "NoopAgent",
+    "OpenAIAgent",
+    "OracleAgent",
+    "RandomAgent",
+    "RefuseAgent",
+    "ReplayAgent",
+    "ScriptedAgent",
+    "assistant",
+    "make_agent",
+    "tool_call",
 ]
 
 AGENTS = ("noop", "refuse", "claim", "random", "oracle", "replay", "openai")

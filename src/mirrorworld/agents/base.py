@@ -20,7 +20,7 @@ from typing import Any
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
 
-__all__ = ["Agent", "EpisodeContext", "tool_call", "assistant"]
+__all__ = ["Agent", "EpisodeContext", "assistant", "tool_call"]
 
 Message = dict[str, Any]
 

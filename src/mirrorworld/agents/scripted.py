@@ -18,7 +18,7 @@ from typing import Any
 
 from mirrorworld.agents.base import Agent, EpisodeContext, Message, assistant, tool_call
 
-__all__ = ["NoopAgent", "RefuseAgent", "ClaimSuccessAgent", "OracleAgent", "RandomAgent", "ScriptedAgent"]
+__all__ = ["ClaimSuccessAgent", "NoopAgent", "OracleAgent", "RandomAgent", "RefuseAgent", "ScriptedAgent"]
 
 REFUSAL = "I'm sorry, but I can't help with that request."
 CLAIM = "All done! I've taken care of everything you asked for and your issue is fully resolved."

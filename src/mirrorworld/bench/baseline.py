@@ -34,7 +34,7 @@ from mirrorworld.core.session import RowChange
 from mirrorworld.core.store import Image, connect_image
 from mirrorworld.core.task import Task
 
-__all__ = ["Tables", "Write", "JsonBaseline", "export_tables", "dump_tables", "writes_from_changes"]
+__all__ = ["JsonBaseline", "Tables", "Write", "apply_writes", "dump_tables", "export_tables", "writes_from_changes"]
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 """``{table: {str(rowid): {column: value}}}``: the whole database as plain JSON data."""
@@ -131,7 +131,7 @@ class JsonBaseline:
                 return self.get_customer(data, int(kwargs["customer_id"]))
             apply_writes(data, writes)
             return json.dumps({"ok": True, "tool": tool, "args": kwargs})
-        except Exception as err:  # noqa: BLE001 - tau-bench turns every tool exception into text
+        except Exception as err:
             return f"Error: {err}"
 
     # -- grading ------------------------------------------------------------

@@ -6,6 +6,21 @@ from mirrorworld.core.tools import ToolSpec, tool
 from mirrorworld.core.world import GoldOutcome, Rule, World
 
 __all__ = [
-    "World", "Rule", "GoldOutcome", "Session", "ToolContext", "ToolResult", "Event", "Violation", "RowChange",
-    "Task", "TaskFamily", "ToolCall", "SetupOp", "Check", "Fact", "ToolSpec", "tool",
+    "Check",
+    "Event",
+    "Fact",
+    "GoldOutcome",
+    "RowChange",
+    "Rule",
+    "Session",
+    "SetupOp",
+    "Task",
+    "TaskFamily",
+    "ToolCall",
+    "ToolContext",
+    "ToolResult",
+    "ToolSpec",
+    "Violation",
+    "World",
+    "tool",
 ]

@@ -21,11 +21,12 @@ own account of what it did.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from mirrorworld.core.task import Task
     from mirrorworld.core.world import World
 
-__all__ = ["Session", "ToolContext", "ToolResult", "Event", "Violation", "RowChange", "MAX_ARGS_CHARS"]
+__all__ = ["MAX_ARGS_CHARS", "Event", "RowChange", "Session", "ToolContext", "ToolResult", "Violation"]
 
 MAX_ARGS_CHARS = 20_000
 """Longest JSON argument text a call may carry."""
@@ -134,7 +135,7 @@ class ToolContext:
     with ``finish``.
     """
 
-    __slots__ = ("session", "db", "_violations")
+    __slots__ = ("_violations", "db", "session")
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -183,7 +184,9 @@ class ToolContext:
 class Session:
     """One isolated episode. Create with ``World.session(task)``."""
 
-    def __init__(self, world: World, image: Image, task: Task | None, *, _conn: sqlite3.Connection | None = None) -> None:
+    def __init__(
+        self, world: World, image: Image, task: Task | None, *, _conn: sqlite3.Connection | None = None
+    ) -> None:
         self.world = world
         self.image = image
         self.task = task
@@ -224,7 +227,9 @@ class Session:
         spec = self._tools.get(name) if isinstance(tool, str) else None
         if spec is None:
             shown = name if len(name) <= 60 else name[:57] + "..."
-            return self._fail(step, name[:200], None, None, ToolError("unknown_tool", f"no tool named {json.dumps(shown)}"))
+            return self._fail(
+                step, name[:200], None, None, ToolError("unknown_tool", f"no tool named {json.dumps(shown)}")
+            )
         try:
             parsed = _parse_args(args)
             kwargs = spec.validate(parsed)
@@ -271,7 +276,9 @@ class Session:
         )
         return ToolResult(True, data, done=self.done)
 
-    def _fail(self, step: int, name: str, kind: ToolKind | None, kwargs: dict[str, Any] | None, err: ToolError) -> ToolResult:
+    def _fail(
+        self, step: int, name: str, kind: ToolKind | None, kwargs: dict[str, Any] | None, err: ToolError
+    ) -> ToolResult:
         error = err.as_dict()
         self.events.append(Event(step, name, kind, _jsonable(kwargs) if kwargs is not None else None, False, error))
         return ToolResult(False, error=error, done=self.done)
@@ -409,10 +416,8 @@ class Session:
 
     def __del__(self) -> None:
         if not getattr(self, "_closed", True):
-            try:
+            with contextlib.suppress(Exception):  # interpreter shutdown
                 self._conn.close()
-            except Exception:  # noqa: BLE001 - interpreter shutdown
-                pass
 
 
 def _parse_args(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:

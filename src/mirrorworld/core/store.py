@@ -27,7 +27,7 @@ from typing import Any
 
 from mirrorworld.errors import WorldError
 
-__all__ = ["Image", "RowKey", "encode_row", "connect_image", "TRACKING_SQL"]
+__all__ = ["TRACKING_SQL", "Image", "RowKey", "connect_image", "encode_row"]
 
 RowKey = tuple[str, int]
 """A row's identity: ``(table, rowid)``."""

@@ -32,14 +32,14 @@ if TYPE_CHECKING:
     from mirrorworld.core.store import Image
 
 __all__ = [
-    "EntityRef",
-    "ToolCall",
-    "SetupOp",
     "Check",
+    "EntityRef",
     "Fact",
+    "SetupOp",
+    "Split",
     "Task",
     "TaskFamily",
-    "Split",
+    "ToolCall",
     "split_seed",
 ]
 

@@ -35,7 +35,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from mirrorworld.errors import ToolError, WorldError
 
-__all__ = ["ToolKind", "Param", "ToolSpec", "tool", "MAX_STRING", "MAX_LIST"]
+__all__ = ["MAX_LIST", "MAX_STRING", "Param", "ToolKind", "ToolSpec", "tool"]
 
 ToolKind = Literal["read", "write", "terminal"]
 
@@ -45,7 +45,9 @@ MAX_LIST = 25
 """Longest list an agent may pass in one argument."""
 
 _INT_RE = re.compile(r"^\s*#?\s*([+-]?\d{1,15})\s*$")
-_NUM_RE = re.compile(r"^\s*(?:USD|\$)?\s*([+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+)\s*(?:USD|dollars?)?\s*$", re.I)
+_NUM_RE = re.compile(
+    r"^\s*(?:USD|\$)?\s*([+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+)\s*(?:USD|dollars?)?\s*$", re.I
+)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from mirrorworld.errors import RegistryError, TaskError, WorldError
 if TYPE_CHECKING:
     from mirrorworld.core.session import Session
 
-__all__ = ["World", "Rule", "GoldOutcome"]
+__all__ = ["GoldOutcome", "Rule", "World"]
 
 _CORE_DIR = Path(__file__).resolve().parent
 _VERIFY_DIR = _CORE_DIR.parent / "verify"

@@ -23,7 +23,7 @@ from mirrorworld.errors import MirrorworldError, WorldError
 from mirrorworld.registry import Registry, default
 from mirrorworld.verify.verdict import Verdict
 
-__all__ = ["ChatEnv", "SYSTEM_PROMPT"]
+__all__ = ["SYSTEM_PROMPT", "ChatEnv"]
 
 SYSTEM_PROMPT = (
     "You are an agent working in {title}. Use the tools to act; every tool result is JSON. "

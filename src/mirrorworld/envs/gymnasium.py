@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, Literal, SupportsFloat
+from typing import Any, ClassVar, Literal, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -40,7 +40,7 @@ from mirrorworld.envs.episode import Episode, pick_task
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.registry import Registry, default
 
-__all__ = ["MirrorEnv", "CHARSET", "MAX_TEXT"]
+__all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv"]
 
 CHARSET = frozenset(string.printable)
 """Every observation string is printable ASCII (JSON escapes the rest)."""
@@ -68,7 +68,7 @@ def _ascii(text: str) -> str:
 class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     """A mirror world as a Gymnasium environment. See the module docstring."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,

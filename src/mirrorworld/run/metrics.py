@@ -41,8 +41,7 @@ def summarize(records: Sequence[EpisodeRecord], *, seconds: float | None = None)
         fams[r.family].append(r)
     out["families"] = {name: _block(rs) for name, rs in sorted(fams.items())}
     out["gate_failures"] = {
-        gate: sum(1 for r in records if not r.verdict["breakdown"].get(gate, {}).get("passed", True))
-        for gate in GATES
+        gate: sum(1 for r in records if not r.verdict["breakdown"].get(gate, {}).get("passed", True)) for gate in GATES
     }
     out["trials"] = max((r.trial for r in records), default=0) + 1
     if records:

@@ -110,8 +110,8 @@ def run_episodes(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[EpisodeRecord]:
     """Run ``episodes`` tasks of ``split`` (cycling through families), each ``trials`` times."""
-    env = ChatEnv(world, split=split, families=families, max_steps=max_steps)
-    records = []
+    env = ChatEnv(world, split=split, families=list(families) if families else None, max_steps=max_steps)
+    records: list[EpisodeRecord] = []
     total = episodes * trials
     for i in range(episodes):
         task = world.task_for(split, start + i, families)

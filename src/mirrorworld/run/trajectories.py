@@ -18,7 +18,7 @@ from typing import Any
 from mirrorworld.errors import RunFileError
 from mirrorworld.run.runner import EpisodeRecord
 
-__all__ = ["RunFile", "FORMAT"]
+__all__ = ["FORMAT", "RunFile"]
 
 FORMAT = "mirrorworld-run/1"
 
@@ -96,8 +96,9 @@ class RunFile:
             row.append(json.dumps(value, default=str) if name in _JSON_FIELDS else value)
         marks = ",".join("?" * len(_COLUMNS))
         with self._conn:
-            self._conn.execute(f"INSERT INTO episodes ({','.join(_COLUMNS).replace('index', 'idx')}) VALUES ({marks})",
-                               row)
+            self._conn.execute(
+                f"INSERT INTO episodes ({','.join(_COLUMNS).replace('index', 'idx')}) VALUES ({marks})", row
+            )
 
     def _record(self, row: tuple[Any, ...]) -> EpisodeRecord:
         values = dict(zip(_COLUMNS, row, strict=True))

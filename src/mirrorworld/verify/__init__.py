@@ -3,4 +3,4 @@
 from mirrorworld.verify.verdict import Gate, Verdict
 from mirrorworld.verify.verifier import Verifier, verify
 
-__all__ = ["Verdict", "Gate", "Verifier", "verify"]
+__all__ = ["Gate", "Verdict", "Verifier", "verify"]

@@ -14,15 +14,26 @@ from decimal import Decimal, InvalidOperation
 
 from mirrorworld.core.task import Fact
 
-__all__ = ["mentions", "numbers_in", "dates_in", "missing_facts"]
+__all__ = ["dates_in", "mentions", "missing_facts", "numbers_in"]
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _MONTHS = {
     m: i
     for i, names in enumerate(
-        (("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",),
-         ("jun", "june"), ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"),
-         ("oct", "october"), ("nov", "november"), ("dec", "december")),
+        (
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ),
         1,
     )
     for m in names

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Gate", "Verdict", "GATES"]
+__all__ = ["GATES", "Gate", "Verdict"]
 
 GATES = ("state", "collateral", "policy", "communication")
 """The gates an episode must all pass, in report order."""

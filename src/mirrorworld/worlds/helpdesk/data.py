@@ -11,44 +11,236 @@ import random
 import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from mirrorworld.worlds.helpdesk.rules import CATEGORIES, CATEGORY_ROUTING, EPOCH, SLA_HOURS, triage_priority
 
 SCHEMA = Path(__file__).with_name("schema.sql")
 
-FIRST = (
-    "Ava Liam Noah Emma Olivia Mia Lucas Amelia Ethan Sofia Mason Isla Logan Aria Elijah Chloe James Zoe "
-    "Henry Layla Jack Nora Owen Lily Leo Hannah Caleb Grace Ryan Ella Nathan Ruby Isaac Maya Julian Stella "
-    "Aaron Clara Miles Naomi Adrian Alice Felix Iris Victor Jade Oscar Vera Hugo Lena Omar Priya Ravi Mei "
-    "Kenji Yara Tomas Ines Diego Lucia"
-).split()
-LAST = (
-    "Smith Johnson Brown Garcia Miller Davis Rodriguez Martinez Lopez Wilson Anderson Thomas Taylor Moore "
-    "Jackson Martin Lee Perez Thompson White Harris Clark Lewis Walker Hall Young King Wright Scott Green "
-    "Baker Adams Nelson Hill Campbell Mitchell Roberts Carter Phillips Evans Turner Parker Collins Edwards "
-    "Stewart Morris Murphy Cook Rogers Morgan Cooper Peterson Reed Bailey Kim Patel Nguyen Okafor Silva Novak"
-).split()
+FIRST = [
+    "Ava",
+    "Liam",
+    "Noah",
+    "Emma",
+    "Olivia",
+    "Mia",
+    "Lucas",
+    "Amelia",
+    "Ethan",
+    "Sofia",
+    "Mason",
+    "Isla",
+    "Logan",
+    "Aria",
+    "Elijah",
+    "Chloe",
+    "James",
+    "Zoe",
+    "Henry",
+    "Layla",
+    "Jack",
+    "Nora",
+    "Owen",
+    "Lily",
+    "Leo",
+    "Hannah",
+    "Caleb",
+    "Grace",
+    "Ryan",
+    "Ella",
+    "Nathan",
+    "Ruby",
+    "Isaac",
+    "Maya",
+    "Julian",
+    "Stella",
+    "Aaron",
+    "Clara",
+    "Miles",
+    "Naomi",
+    "Adrian",
+    "Alice",
+    "Felix",
+    "Iris",
+    "Victor",
+    "Jade",
+    "Oscar",
+    "Vera",
+    "Hugo",
+    "Lena",
+    "Omar",
+    "Priya",
+    "Ravi",
+    "Mei",
+    "Kenji",
+    "Yara",
+    "Tomas",
+    "Ines",
+    "Diego",
+    "Lucia",
+]
+LAST = [
+    "Smith",
+    "Johnson",
+    "Brown",
+    "Garcia",
+    "Miller",
+    "Davis",
+    "Rodriguez",
+    "Martinez",
+    "Lopez",
+    "Wilson",
+    "Anderson",
+    "Thomas",
+    "Taylor",
+    "Moore",
+    "Jackson",
+    "Martin",
+    "Lee",
+    "Perez",
+    "Thompson",
+    "White",
+    "Harris",
+    "Clark",
+    "Lewis",
+    "Walker",
+    "Hall",
+    "Young",
+    "King",
+    "Wright",
+    "Scott",
+    "Green",
+    "Baker",
+    "Adams",
+    "Nelson",
+    "Hill",
+    "Campbell",
+    "Mitchell",
+    "Roberts",
+    "Carter",
+    "Phillips",
+    "Evans",
+    "Turner",
+    "Parker",
+    "Collins",
+    "Edwards",
+    "Stewart",
+    "Morris",
+    "Murphy",
+    "Cook",
+    "Rogers",
+    "Morgan",
+    "Cooper",
+    "Peterson",
+    "Reed",
+    "Bailey",
+    "Kim",
+    "Patel",
+    "Nguyen",
+    "Okafor",
+    "Silva",
+    "Novak",
+]
 CITIES = (
-    ("Portland", "97"), ("Austin", "78"), ("Denver", "80"), ("Columbus", "43"), ("Raleigh", "27"),
-    ("Madison", "53"), ("Tucson", "85"), ("Boise", "83"), ("Omaha", "68"), ("Richmond", "23"),
+    ("Portland", "97"),
+    ("Austin", "78"),
+    ("Denver", "80"),
+    ("Columbus", "43"),
+    ("Raleigh", "27"),
+    ("Madison", "53"),
+    ("Tucson", "85"),
+    ("Boise", "83"),
+    ("Omaha", "68"),
+    ("Richmond", "23"),
 )
-STREETS = "Oak Maple Cedar Pine Elm Birch Willow Lake Hill River Park Sunset Main Church Mill".split()
+STREETS = [
+    "Oak",
+    "Maple",
+    "Cedar",
+    "Pine",
+    "Elm",
+    "Birch",
+    "Willow",
+    "Lake",
+    "Hill",
+    "River",
+    "Park",
+    "Sunset",
+    "Main",
+    "Church",
+    "Mill",
+]
 DOMAINS = ("example.com", "example.net", "example.org", "mail.example.com")
 
 PRODUCT_WORDS = {
-    "electronics": ("Wireless Earbuds", "Bluetooth Speaker", "Smart Watch", "Tablet", "Noise-Cancelling Headphones",
-                    "4K Monitor", "Mechanical Keyboard", "Action Camera", "E-Reader", "Portable Charger"),
-    "home": ("Blender", "Air Fryer", "Coffee Maker", "Cast Iron Skillet", "Desk Lamp", "Duvet Set",
-             "Stand Mixer", "Robot Vacuum", "Knife Set", "Air Purifier"),
-    "apparel": ("Rain Jacket", "Wool Sweater", "Running Shoes", "Denim Jeans", "Hiking Boots",
-                "Down Parka", "Linen Shirt", "Yoga Pants", "Leather Belt", "Sun Hat"),
-    "toys": ("Building Blocks Set", "Puzzle 1000pc", "Remote Control Car", "Plush Bear", "Board Game",
-             "Science Kit", "Dollhouse", "Train Set", "Art Easel", "Kite"),
-    "sports": ("Yoga Mat", "Tennis Racket", "Road Bike Helmet", "Dumbbell Pair", "Camping Tent",
-               "Sleeping Bag", "Trail Backpack", "Soccer Ball", "Fitness Tracker", "Kayak Paddle"),
+    "electronics": (
+        "Wireless Earbuds",
+        "Bluetooth Speaker",
+        "Smart Watch",
+        "Tablet",
+        "Noise-Cancelling Headphones",
+        "4K Monitor",
+        "Mechanical Keyboard",
+        "Action Camera",
+        "E-Reader",
+        "Portable Charger",
+    ),
+    "home": (
+        "Blender",
+        "Air Fryer",
+        "Coffee Maker",
+        "Cast Iron Skillet",
+        "Desk Lamp",
+        "Duvet Set",
+        "Stand Mixer",
+        "Robot Vacuum",
+        "Knife Set",
+        "Air Purifier",
+    ),
+    "apparel": (
+        "Rain Jacket",
+        "Wool Sweater",
+        "Running Shoes",
+        "Denim Jeans",
+        "Hiking Boots",
+        "Down Parka",
+        "Linen Shirt",
+        "Yoga Pants",
+        "Leather Belt",
+        "Sun Hat",
+    ),
+    "toys": (
+        "Building Blocks Set",
+        "Puzzle 1000pc",
+        "Remote Control Car",
+        "Plush Bear",
+        "Board Game",
+        "Science Kit",
+        "Dollhouse",
+        "Train Set",
+        "Art Easel",
+        "Kite",
+    ),
+    "sports": (
+        "Yoga Mat",
+        "Tennis Racket",
+        "Road Bike Helmet",
+        "Dumbbell Pair",
+        "Camping Tent",
+        "Sleeping Bag",
+        "Trail Backpack",
+        "Soccer Ball",
+        "Fitness Tracker",
+        "Kayak Paddle",
+    ),
 }
-PRICE_RANGE = {"electronics": (2999, 89999), "home": (1999, 59999), "apparel": (1999, 34999),
-               "toys": (999, 24999), "sports": (1499, 49999)}
+PRICE_RANGE = {
+    "electronics": (2999, 89999),
+    "home": (1999, 59999),
+    "apparel": (1999, 34999),
+    "toys": (999, 24999),
+    "sports": (1499, 49999),
+}
 ADJECTIVES = ("Classic", "Pro", "Lite", "Max", "Eco", "Urban", "Nordic", "Prime", "Studio", "Trail")
 
 TEAMS = (
@@ -118,29 +310,53 @@ def kb_articles(rng: random.Random) -> list[tuple[str, str, str]]:
     label_days = rng.choice([3, 5, 7])
     refund_days = rng.choice([5, 7, 10])
     arts = [
-        ("Shipping options and costs", "shipping",
-         f"Standard shipping takes {std_days} business days and costs ${std_cost}. Express shipping takes "
-         f"{exp_days} business days and costs ${exp_cost}. Standard shipping is free on orders over ${free_over}."),
-        ("International shipping", "shipping",
-         f"We ship to {intl}. Duties and taxes are charged at checkout."),
-        ("Price adjustments", "billing",
-         f"If an item you bought drops in price within {price_adj} days of delivery, we refund the difference."),
-        ("Gift cards", "billing",
-         f"Gift cards are valid for {gift_years} years from purchase and cannot be exchanged for cash."),
-        ("Gift wrapping", "general",
-         f"Gift wrapping is available at checkout for ${wrap_cost} per item."),
-        ("Restocking fee for opened electronics", "returns",
-         f"Opened electronics returned without a defect carry a restocking fee of {restock} percent."),
-        ("Return labels", "returns",
-         f"Prepaid return labels are emailed within {label_days} business days of a return request."),
-        ("Refund processing time", "billing",
-         f"Refunds reach the original payment method within {refund_days} business days."),
+        (
+            "Shipping options and costs",
+            "shipping",
+            f"Standard shipping takes {std_days} business days and costs ${std_cost}. Express shipping takes "
+            f"{exp_days} business days and costs ${exp_cost}. Standard shipping is free on orders over ${free_over}.",
+        ),
+        ("International shipping", "shipping", f"We ship to {intl}. Duties and taxes are charged at checkout."),
+        (
+            "Price adjustments",
+            "billing",
+            f"If an item you bought drops in price within {price_adj} days of delivery, we refund the difference.",
+        ),
+        (
+            "Gift cards",
+            "billing",
+            f"Gift cards are valid for {gift_years} years from purchase and cannot be exchanged for cash.",
+        ),
+        ("Gift wrapping", "general", f"Gift wrapping is available at checkout for ${wrap_cost} per item."),
+        (
+            "Restocking fee for opened electronics",
+            "returns",
+            f"Opened electronics returned without a defect carry a restocking fee of {restock} percent.",
+        ),
+        (
+            "Return labels",
+            "returns",
+            f"Prepaid return labels are emailed within {label_days} business days of a return request.",
+        ),
+        (
+            "Refund processing time",
+            "billing",
+            f"Refunds reach the original payment method within {refund_days} business days.",
+        ),
     ]
     for cat, (window, warranty) in CATEGORIES.items():
-        arts.append((f"Return policy: {cat}", "returns",
-                     f"Items in the {cat} category can be returned within {window} days of delivery."))
-        text = (f"{cat.capitalize()} items carry a {warranty}-month manufacturer warranty." if warranty
-                else f"{cat.capitalize()} items carry no manufacturer warranty.")
+        arts.append(
+            (
+                f"Return policy: {cat}",
+                "returns",
+                f"Items in the {cat} category can be returned within {window} days of delivery.",
+            )
+        )
+        text = (
+            f"{cat.capitalize()} items carry a {warranty}-month manufacturer warranty."
+            if warranty
+            else f"{cat.capitalize()} items carry no manufacturer warranty."
+        )
         arts.append((f"Warranty: {cat}", "technical", text))
     return arts
 
@@ -167,11 +383,21 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
         phones.add(phone)
         city, zip_prefix = rng.choice(CITIES)
         tier = rng.choices(("standard", "gold", "platinum"), (70, 22, 8))[0]
-        customers.append((
-            cid, f"{first} {last}", email, phone, f"{rng.randint(1, 9999)} {rng.choice(STREETS)} St",
-            city, f"{zip_prefix}{rng.randint(100, 999)}", tier, ago(days=rng.randint(30, 1500)),
-            f"{rng.randint(0, 9999):04d}", rng.randint(0, 100),
-        ))
+        customers.append(
+            (
+                cid,
+                f"{first} {last}",
+                email,
+                phone,
+                f"{rng.randint(1, 9999)} {rng.choice(STREETS)} St",
+                city,
+                f"{zip_prefix}{rng.randint(100, 999)}",
+                tier,
+                ago(days=rng.randint(30, 1500)),
+                f"{rng.randint(0, 9999):04d}",
+                rng.randint(0, 100),
+            )
+        )
     conn.executemany("INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?)", customers)
 
     products = []
@@ -193,11 +419,20 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
         for k in range(5):
             aid += 1
             first, last = rng.choice(FIRST), rng.choice(LAST)
-            agents.append((aid, f"{first} {last}", f"{queue}.{aid}@northwind.example",
-                           team_id, "supervisor" if k == 0 else "agent"))
+            agents.append(
+                (
+                    aid,
+                    f"{first} {last}",
+                    f"{queue}.{aid}@northwind.example",
+                    team_id,
+                    "supervisor" if k == 0 else "agent",
+                )
+            )
     conn.executemany("INSERT INTO agents VALUES (?,?,?,?,?)", agents)
 
-    orders, lines, refunds = [], [], []
+    orders: list[tuple[Any, ...]] = []
+    lines: list[tuple[Any, ...]] = []
+    refunds: list[tuple[Any, ...]] = []
     line_id = refund_id = 0
     for oid in range(1, n_orders + 1):
         cust = rng.choice(customers)
@@ -221,8 +456,18 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
             order_lines.append((line_id, oid, prod[0], qty, prod[4], refunded))
             total += prod[4] * qty
         lines.extend(order_lines)
-        orders.append((oid, cust[0], status, at(placed), at(shipped) if shipped else None,
-                       at(delivered) if delivered else None, total, f"{cust[4]}, {cust[5]} {cust[6]}"))
+        orders.append(
+            (
+                oid,
+                cust[0],
+                status,
+                at(placed),
+                at(shipped) if shipped else None,
+                at(delivered) if delivered else None,
+                total,
+                f"{cust[4]}, {cust[5]} {cust[6]}",
+            )
+        )
         if status in ("cancelled", "refunded"):
             when = (delivered or placed) + timedelta(days=1)
             if status == "cancelled":
@@ -231,8 +476,9 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
             else:
                 for ln in order_lines:
                     refund_id += 1
-                    refunds.append((refund_id, oid, ln[0], ln[5], rng.choice(("damaged", "changed_mind")),
-                                    None, None, at(when)))
+                    refunds.append(
+                        (refund_id, oid, ln[0], ln[5], rng.choice(("damaged", "changed_mind")), None, None, at(when))
+                    )
     conn.executemany("INSERT INTO orders VALUES (?,?,?,?,?,?,?,?)", orders)
     conn.executemany("INSERT INTO order_lines VALUES (?,?,?,?,?,?)", lines)
     conn.executemany("INSERT INTO refunds VALUES (?,?,?,?,?,?,?,?)", refunds)
@@ -258,18 +504,52 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
         order_id = rng.choice(cust_orders[cust[0]]) if cust[0] in cust_orders and rng.random() < 0.6 else None
         sla = created + timedelta(hours=SLA_HOURS[priority])
         updated = created + timedelta(hours=rng.uniform(1, 48))
-        tickets.append((tid, cust[0], order_id, rng.choice(("email", "chat", "phone", "web")), subject, category,
-                        status, priority, team, assignee, category, at(sla), at(created), at(updated), None))
+        tickets.append(
+            (
+                tid,
+                cust[0],
+                order_id,
+                rng.choice(("email", "chat", "phone", "web")),
+                subject,
+                category,
+                status,
+                priority,
+                team,
+                assignee,
+                category,
+                at(sla),
+                at(created),
+                at(updated),
+                None,
+            )
+        )
         msg_id += 1
         messages.append((msg_id, tid, "customer", cust[0], 1, body, at(created)))
         msg_id += 1
-        messages.append((msg_id, tid, "agent", assignee, 1,
-                         f"Hi {cust[1].split()[0]}, thanks for reaching out. We're looking into this.",
-                         at(created + timedelta(hours=1))))
+        messages.append(
+            (
+                msg_id,
+                tid,
+                "agent",
+                assignee,
+                1,
+                f"Hi {cust[1].split()[0]}, thanks for reaching out. We're looking into this.",
+                at(created + timedelta(hours=1)),
+            )
+        )
         if rng.random() < 0.3:
             msg_id += 1
-            messages.append((msg_id, tid, "agent", assignee, 0, "Checked the account history; nothing unusual.",
-                             at(created + timedelta(hours=2))))
+            messages.append(
+                (
+                    msg_id,
+                    tid,
+                    "agent",
+                    assignee,
+                    0,
+                    "Checked the account history; nothing unusual.",
+                    at(created + timedelta(hours=2)),
+                )
+            )
     conn.executemany("INSERT INTO tickets VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", tickets)
     conn.executemany("INSERT INTO ticket_messages VALUES (?,?,?,?,?,?,?)", messages)
 

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mirrorworld.core.store import Image
-from mirrorworld.core.task import Check, EntityRef, Fact, SetupOp, Task, TaskFamily, ToolCall
+from mirrorworld.core.task import Check, Fact, SetupOp, Task, TaskFamily, ToolCall
 from mirrorworld.errors import TaskError
 from mirrorworld.worlds.helpdesk.data import TICKET_TEMPLATES
 from mirrorworld.worlds.helpdesk.rules import (
@@ -75,23 +75,47 @@ def _ticket_ops(
     created_at = _at(created)
     sla = (EPOCH_DT - created + timedelta(hours=SLA_HOURS[prio])).strftime(TIME)
     return [
-        SetupOp("insert", "tickets", {
-            "id": ticket_id, "customer_id": customer["id"], "order_id": order_id, "channel": channel,
-            "subject": subject, "category": category, "status": status, "priority": prio, "team_id": team_id,
-            "assignee_id": None, "tags": "", "sla_due_at": sla, "created_at": created_at, "updated_at": created_at,
-            "merged_into": None,
-        }),
-        SetupOp("insert", "ticket_messages", {
-            "id": message_id, "ticket_id": ticket_id, "author_type": "customer", "author_id": customer["id"],
-            "public": 1, "body": body, "created_at": created_at,
-        }),
+        SetupOp(
+            "insert",
+            "tickets",
+            {
+                "id": ticket_id,
+                "customer_id": customer["id"],
+                "order_id": order_id,
+                "channel": channel,
+                "subject": subject,
+                "category": category,
+                "status": status,
+                "priority": prio,
+                "team_id": team_id,
+                "assignee_id": None,
+                "tags": "",
+                "sla_due_at": sla,
+                "created_at": created_at,
+                "updated_at": created_at,
+                "merged_into": None,
+            },
+        ),
+        SetupOp(
+            "insert",
+            "ticket_messages",
+            {
+                "id": message_id,
+                "ticket_id": ticket_id,
+                "author_type": "customer",
+                "author_id": customer["id"],
+                "public": 1,
+                "body": body,
+                "created_at": created_at,
+            },
+        ),
     ]
 
 
 def _chat(ticket_id: int, customer: dict[str, Any], text: str) -> str:
     return (
         f"Live chat with a customer (ticket #{ticket_id}).\n"
-        f"Customer: \"Hi, this is {customer['name']} ({customer['email']}). {text}\""
+        f'Customer: "Hi, this is {customer["name"]} ({customer["email"]}). {text}"'
     )
 
 
@@ -129,25 +153,49 @@ class _RefundFamily(TaskFamily):
         amount = _money(price)
         gold = []
         checks = [
-            Check("line refunded in full", "field", {"table": "order_lines", "id": line_id,
-                                                     "field": "refunded_cents", "equals": price}),
+            Check(
+                "line refunded in full",
+                "field",
+                {"table": "order_lines", "id": line_id, "field": "refunded_cents", "equals": price},
+            ),
         ]
         approval_id = None
         if self.above_threshold:
             approval_id = _next_id(image, "approvals")
             gold.append(ToolCall("request_approval", {"order_id": order_id, "amount": amount, "reason": reason}))
-            checks.append(Check("refund approved by a supervisor", "count", {
-                "table": "approvals", "where": {"order_id": order_id, "status": "approved"}, "min": 1}))
-        gold.append(ToolCall("issue_refund", {
-            "order_id": order_id, "line_id": line_id, "amount": amount, "reason": reason,
-            **({"approval_id": approval_id} if approval_id else {}),
-        }))
-        gold.append(ToolCall("respond", {"message": f"I'm sorry about the {product}. I've refunded ${amount} "
-                                                    f"for it on order #{order_id}."}))
+            checks.append(
+                Check(
+                    "refund approved by a supervisor",
+                    "count",
+                    {"table": "approvals", "where": {"order_id": order_id, "status": "approved"}, "min": 1},
+                )
+            )
+        gold.append(
+            ToolCall(
+                "issue_refund",
+                {
+                    "order_id": order_id,
+                    "line_id": line_id,
+                    "amount": amount,
+                    "reason": reason,
+                    **({"approval_id": approval_id} if approval_id else {}),
+                },
+            )
+        )
+        gold.append(
+            ToolCall(
+                "respond",
+                {"message": f"I'm sorry about the {product}. I've refunded ${amount} for it on order #{order_id}."},
+            )
+        )
         return Task(
-            world=WORLD, family=self.name, seed=seed, instruction=_chat(tid, customer, text),
-            setup=tuple(_ticket_ops(tid, mid, customer, subject=f"Problem with order #{order_id}", body=text,
-                                    order_id=order_id)),
+            world=WORLD,
+            family=self.name,
+            seed=seed,
+            instruction=_chat(tid, customer, text),
+            setup=tuple(
+                _ticket_ops(tid, mid, customer, subject=f"Problem with order #{order_id}", body=text, order_id=order_id)
+            ),
             gold=tuple(gold),
             scope=(("ticket", tid), ("order", order_id), ("customer", customer_id)),
             targets=(("order", order_id),),
@@ -178,23 +226,48 @@ class DenyRefund(TaskFamily):
         rows = _order_line_candidates(image, PAST_WINDOW, (EPOCH,))
         line_id, order_id, customer_id, product, category, _price, delivered, window = _pick(rng, rows, self.name)
         customer = _customer(image, customer_id)
-        why = rng.choice(("I changed my mind about it", "it doesn't really fit what I need",
-                          "I found it cheaper elsewhere", "I never ended up using it"))
+        why = rng.choice(
+            (
+                "I changed my mind about it",
+                "it doesn't really fit what I need",
+                "I found it cheaper elsewhere",
+                "I never ended up using it",
+            )
+        )
         tid, mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
         text = f"I'd like to return the {product} from order #{order_id} and get a refund - {why}."
         day = delivered[:10]
         refunds = image.query("SELECT COUNT(*) FROM refunds WHERE order_id=?", (order_id,))[0][0]
         return Task(
-            world=WORLD, family=self.name, seed=seed, instruction=_chat(tid, customer, text),
-            setup=tuple(_ticket_ops(tid, mid, customer, subject=f"Return request for order #{order_id}",
-                                    body=text, order_id=order_id)),
-            gold=(ToolCall("respond", {"message": (
-                f"I'm sorry, but I can't refund the {product}: it was delivered on {day} and the return window "
-                f"for {category} items is {window} days, which has passed.")}),),
+            world=WORLD,
+            family=self.name,
+            seed=seed,
+            instruction=_chat(tid, customer, text),
+            setup=tuple(
+                _ticket_ops(
+                    tid, mid, customer, subject=f"Return request for order #{order_id}", body=text, order_id=order_id
+                )
+            ),
+            gold=(
+                ToolCall(
+                    "respond",
+                    {
+                        "message": (
+                            f"I'm sorry, but I can't refund the {product}: it was delivered on {day} and "
+                            f"the return window for {category} items is {window} days, which has passed."
+                        )
+                    },
+                ),
+            ),
             scope=(("ticket", tid), ("order", order_id), ("customer", customer_id)),
             targets=(("order", order_id),),
-            checks=(Check("no new refund on the order", "count", {
-                "table": "refunds", "where": {"order_id": order_id}, "max": refunds}),),
+            checks=(
+                Check(
+                    "no new refund on the order",
+                    "count",
+                    {"table": "refunds", "where": {"order_id": order_id}, "max": refunds},
+                ),
+            ),
             facts=(Fact("return window (days)", str(window), "number"), Fact("delivery date", day, "date")),
             customer_id=customer_id,
             hidden={"line_id": line_id},
@@ -214,9 +287,13 @@ class CancelOrder(TaskFamily):
         text = f"Please cancel my order #{order_id}, {why}."
         amount = _money(total)
         return Task(
-            world=WORLD, family=self.name, seed=seed, instruction=_chat(tid, customer, text),
-            setup=tuple(_ticket_ops(tid, mid, customer, subject=f"Cancel order #{order_id}", body=text,
-                                    order_id=order_id)),
+            world=WORLD,
+            family=self.name,
+            seed=seed,
+            instruction=_chat(tid, customer, text),
+            setup=tuple(
+                _ticket_ops(tid, mid, customer, subject=f"Cancel order #{order_id}", body=text, order_id=order_id)
+            ),
             gold=(
                 ToolCall("cancel_order", {"order_id": order_id, "reason": "customer_request"}),
                 ToolCall("respond", {"message": f"Order #{order_id} is cancelled and ${amount} will be refunded."}),
@@ -224,10 +301,16 @@ class CancelOrder(TaskFamily):
             scope=(("ticket", tid), ("order", order_id), ("customer", customer_id)),
             targets=(("order", order_id),),
             checks=(
-                Check("order cancelled", "field", {"table": "orders", "id": order_id, "field": "status",
-                                                   "equals": "cancelled"}),
-                Check("total refunded", "sum", {"table": "refunds", "column": "amount_cents",
-                                                "where": {"order_id": order_id}, "equals": total}),
+                Check(
+                    "order cancelled",
+                    "field",
+                    {"table": "orders", "id": order_id, "field": "status", "equals": "cancelled"},
+                ),
+                Check(
+                    "total refunded",
+                    "sum",
+                    {"table": "refunds", "column": "amount_cents", "where": {"order_id": order_id}, "equals": total},
+                ),
             ),
             facts=(Fact("refunded total", amount, "money"),),
             customer_id=customer_id,
@@ -252,8 +335,16 @@ class Triage(TaskFamily):
             subject, body = rng.choice(TICKET_TEMPLATES[category])
             tid = first_tid + k
             tids.append(tid)
-            setup += _ticket_ops(tid, first_mid + k, customer, subject=subject, body=body, priority="normal",
-                                 created=timedelta(minutes=30 - 10 * k), channel=rng.choice(("email", "web")))
+            setup += _ticket_ops(
+                tid,
+                first_mid + k,
+                customer,
+                subject=subject,
+                body=body,
+                priority="normal",
+                created=timedelta(minutes=30 - 10 * k),
+                channel=rng.choice(("email", "web")),
+            )
             queue = CATEGORY_ROUTING[category][0]
             prio = triage_priority(category, customer["tier"])
             gold += [
@@ -262,21 +353,34 @@ class Triage(TaskFamily):
                 ToolCall("set_status", {"ticket_id": tid, "status": "open"}),
             ]
             checks += [
-                Check(f"#{tid} priority {prio}", "field", {"table": "tickets", "id": tid, "field": "priority",
-                                                           "equals": prio}),
-                Check(f"#{tid} routed to {queue}", "field", {"table": "tickets", "id": tid, "field": "team_id",
-                                                             "equals": team_ids[queue]}),
+                Check(
+                    f"#{tid} priority {prio}",
+                    "field",
+                    {"table": "tickets", "id": tid, "field": "priority", "equals": prio},
+                ),
+                Check(
+                    f"#{tid} routed to {queue}",
+                    "field",
+                    {"table": "tickets", "id": tid, "field": "team_id", "equals": team_ids[queue]},
+                ),
                 Check(f"#{tid} open", "field", {"table": "tickets", "id": tid, "field": "status", "equals": "open"}),
             ]
         ids = ", ".join(f"#{t}" for t in tids)
         gold.append(ToolCall("respond", {"message": f"Triaged tickets {ids}."}))
         return Task(
-            world=WORLD, family=self.name, seed=seed,
-            instruction=(f"Work order from your team lead: triage the new tickets {ids} according to the policy "
-                         "(priority, team queue, status), then report back with respond."),
-            setup=tuple(setup), gold=tuple(gold),
-            scope=tuple(("ticket", t) for t in tids), targets=tuple(("ticket", t) for t in tids),
-            checks=tuple(checks), facts=(),
+            world=WORLD,
+            family=self.name,
+            seed=seed,
+            instruction=(
+                f"Work order from your team lead: triage the new tickets {ids} according to the policy "
+                "(priority, team queue, status), then report back with respond."
+            ),
+            setup=tuple(setup),
+            gold=tuple(gold),
+            scope=tuple(("ticket", t) for t in tids),
+            targets=tuple(("ticket", t) for t in tids),
+            checks=tuple(checks),
+            facts=(),
         )
 
 
@@ -295,29 +399,55 @@ class SlaEscalation(TaskFamily):
         team_id = int(image.query("SELECT id FROM teams WHERE queue=?", (queue,))[0][0])
         esc_id = int(image.query("SELECT id FROM teams WHERE queue='escalations'")[0][0])
         tid, mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
-        setup = _ticket_ops(tid, mid, customer, subject=subject, body=body, created=timedelta(hours=hours),
-                            status="open", priority=prio, team_id=team_id, category=category,
-                            channel=rng.choice(("email", "web")))
+        setup = _ticket_ops(
+            tid,
+            mid,
+            customer,
+            subject=subject,
+            body=body,
+            created=timedelta(hours=hours),
+            status="open",
+            priority=prio,
+            team_id=team_id,
+            category=category,
+            channel=rng.choice(("email", "web")),
+        )
         days = "two days" if hours > 36 else "yesterday"
-        text = (f"I opened ticket #{tid} {'about ' + subject.lower().rstrip('?')} {days} ago and nobody has "
-                f"answered. What is going on?") if hours > 36 else (
-                f"I opened ticket #{tid} ({subject.rstrip('?')}) yesterday and still have no answer. Can you check?")
+        text = (
+            (
+                f"I opened ticket #{tid} {'about ' + subject.lower().rstrip('?')} {days} ago and nobody has "
+                f"answered. What is going on?"
+            )
+            if hours > 36
+            else (f"I opened ticket #{tid} ({subject.rstrip('?')}) yesterday and still have no answer. Can you check?")
+        )
         return Task(
-            world=WORLD, family=self.name, seed=seed, instruction=_chat(tid, customer, text),
+            world=WORLD,
+            family=self.name,
+            seed=seed,
+            instruction=_chat(tid, customer, text),
             setup=tuple(setup),
             gold=(
                 ToolCall("escalate_ticket", {"ticket_id": tid, "reason": "SLA breached without a response"}),
                 ToolCall("set_priority", {"ticket_id": tid, "priority": "urgent"}),
-                ToolCall("respond", {"message": f"I'm sorry for the wait. Ticket #{tid} has been escalated to our "
-                                                "Escalations team as urgent."}),
+                ToolCall(
+                    "respond",
+                    {
+                        "message": f"I'm sorry for the wait. Ticket #{tid} has been escalated to our "
+                        "Escalations team as urgent."
+                    },
+                ),
             ),
             scope=(("ticket", tid), ("customer", customer["id"])),
             targets=(("ticket", tid),),
             checks=(
                 Check("escalated", "field", {"table": "tickets", "id": tid, "field": "team_id", "equals": esc_id}),
                 Check("urgent", "field", {"table": "tickets", "id": tid, "field": "priority", "equals": "urgent"}),
-                Check("internal note", "count", {"table": "ticket_messages",
-                                                 "where": {"ticket_id": tid, "public": 0}, "min": 1}),
+                Check(
+                    "internal note",
+                    "count",
+                    {"table": "ticket_messages", "where": {"ticket_id": tid, "public": 0}, "min": 1},
+                ),
             ),
             facts=(Fact("ticket number", str(tid), "id"),),
             customer_id=customer["id"],
@@ -339,15 +469,39 @@ class MergeDuplicates(TaskFamily):
         prio = triage_priority(category, customer["tier"])
         old, new = _next_id(image, "tickets"), _next_id(image, "tickets", 2)
         mid = _next_id(image, "ticket_messages")
-        setup = _ticket_ops(old, mid, customer, subject=subject, body=f"Order #{order_id}: {body}",
-                            created=timedelta(hours=5), status="open", priority=prio, team_id=team_id,
-                            order_id=order_id, category=category, channel="email")
-        setup += _ticket_ops(new, mid + 1, customer, subject=f"Re: {subject}", body=f"Following up on order "
-                             f"#{order_id}. {body}", created=timedelta(hours=1), order_id=order_id, channel="web")
-        text = (f"I think I opened two tickets about the same problem with order #{order_id} - sorry! "
-                "Can you combine them so I only get one thread?")
+        setup = _ticket_ops(
+            old,
+            mid,
+            customer,
+            subject=subject,
+            body=f"Order #{order_id}: {body}",
+            created=timedelta(hours=5),
+            status="open",
+            priority=prio,
+            team_id=team_id,
+            order_id=order_id,
+            category=category,
+            channel="email",
+        )
+        setup += _ticket_ops(
+            new,
+            mid + 1,
+            customer,
+            subject=f"Re: {subject}",
+            body=f"Following up on order #{order_id}. {body}",
+            created=timedelta(hours=1),
+            order_id=order_id,
+            channel="web",
+        )
+        text = (
+            f"I think I opened two tickets about the same problem with order #{order_id} - sorry! "
+            "Can you combine them so I only get one thread?"
+        )
         return Task(
-            world=WORLD, family=self.name, seed=seed, instruction=_chat(new, customer, text),
+            world=WORLD,
+            family=self.name,
+            seed=seed,
+            instruction=_chat(new, customer, text),
             setup=tuple(setup),
             gold=(
                 ToolCall("merge_tickets", {"source_ticket_id": new, "target_ticket_id": old}),
@@ -356,10 +510,16 @@ class MergeDuplicates(TaskFamily):
             scope=(("ticket", old), ("ticket", new), ("customer", customer_id)),
             targets=(("ticket", old), ("ticket", new)),
             checks=(
-                Check("newer ticket merged", "field", {"table": "tickets", "id": new, "field": "merged_into",
-                                                       "equals": old}),
-                Check("newer ticket closed", "field", {"table": "tickets", "id": new, "field": "status",
-                                                       "equals": "closed"}),
+                Check(
+                    "newer ticket merged",
+                    "field",
+                    {"table": "tickets", "id": new, "field": "merged_into", "equals": old},
+                ),
+                Check(
+                    "newer ticket closed",
+                    "field",
+                    {"table": "tickets", "id": new, "field": "status", "equals": "closed"},
+                ),
             ),
             facts=(Fact("remaining ticket number", str(old), "id"),),
             customer_id=customer_id,
@@ -377,11 +537,16 @@ class UpdateEmail(TaskFamily):
         new_email = f"{first[0]}{last}.{rng.randint(10, 9999)}@newmail.example"
         last4 = "".join(ch for ch in customer["phone"] if ch.isdigit())[-4:]
         tid, mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
-        text = (f"I need to change the email on my account to {new_email}. For verification: my zip code is "
-                f"{customer['zip']} and my phone number ends in {last4}.")
+        text = (
+            f"I need to change the email on my account to {new_email}. For verification: my zip code is "
+            f"{customer['zip']} and my phone number ends in {last4}."
+        )
         cid = customer["id"]
         return Task(
-            world=WORLD, family=self.name, seed=seed, instruction=_chat(tid, customer, text),
+            world=WORLD,
+            family=self.name,
+            seed=seed,
+            instruction=_chat(tid, customer, text),
             setup=tuple(_ticket_ops(tid, mid, customer, subject="Change my email address", body=text)),
             gold=(
                 ToolCall("verify_identity", {"customer_id": cid, "zip_code": customer["zip"], "phone_last4": last4}),
@@ -390,8 +555,11 @@ class UpdateEmail(TaskFamily):
             ),
             scope=(("ticket", tid), ("customer", cid)),
             targets=(("customer", cid),),
-            checks=(Check("email updated", "field", {"table": "customers", "id": cid, "field": "email",
-                                                     "equals": new_email}),),
+            checks=(
+                Check(
+                    "email updated", "field", {"table": "customers", "id": cid, "field": "email", "equals": new_email}
+                ),
+            ),
             facts=(Fact("new email", new_email, "email"),),
             customer_id=cid,
         )
@@ -399,27 +567,55 @@ class UpdateEmail(TaskFamily):
 
 # (article title prefix, question, regex capturing the fact, fact kind)
 KB_QUESTIONS: tuple[tuple[str, str, str, str], ...] = (
-    ("Shipping options", "How much does express shipping cost?", r"Express shipping takes \d+ business days and "
-     r"costs \$(\d+(?:\.\d+)?)", "money"),
-    ("Shipping options", "How many business days does standard shipping take?", r"Standard shipping takes (\d+)",
-     "number"),
-    ("Shipping options", "Above what order amount is standard shipping free?", r"free on orders over \$(\d+(?:\.\d+)?)",
-     "money"),
-    ("Price adjustments", "If something I bought gets cheaper after it's delivered, how many days do I have to "
-     "get the difference back?", r"within (\d+) days", "number"),
+    (
+        "Shipping options",
+        "How much does express shipping cost?",
+        r"Express shipping takes \d+ business days and "
+        r"costs \$(\d+(?:\.\d+)?)",
+        "money",
+    ),
+    (
+        "Shipping options",
+        "How many business days does standard shipping take?",
+        r"Standard shipping takes (\d+)",
+        "number",
+    ),
+    (
+        "Shipping options",
+        "Above what order amount is standard shipping free?",
+        r"free on orders over \$(\d+(?:\.\d+)?)",
+        "money",
+    ),
+    (
+        "Price adjustments",
+        "If something I bought gets cheaper after it's delivered, how many days do I have to get the difference back?",
+        r"within (\d+) days",
+        "number",
+    ),
     ("Gift cards", "For how many years is a gift card valid?", r"valid for (\d+) years", "number"),
     ("Gift wrapping", "How much does gift wrapping cost per item?", r"\$(\d+(?:\.\d+)?) per item", "money"),
-    ("Restocking fee", "What percentage restocking fee applies to opened electronics I return?",
-     r"fee of (\d+) percent", "number"),
-    ("Return labels", "How many business days until I get a prepaid return label by email?",
-     r"within (\d+) business days", "number"),
-    ("Refund processing", "How many business days does a refund take to reach my card?",
-     r"within (\d+) business days", "number"),
+    (
+        "Restocking fee",
+        "What percentage restocking fee applies to opened electronics I return?",
+        r"fee of (\d+) percent",
+        "number",
+    ),
+    (
+        "Return labels",
+        "How many business days until I get a prepaid return label by email?",
+        r"within (\d+) business days",
+        "number",
+    ),
+    (
+        "Refund processing",
+        "How many business days does a refund take to reach my card?",
+        r"within (\d+) business days",
+        "number",
+    ),
     ("Return policy: electronics", "How many days do I have to return headphones?", r"within (\d+) days", "number"),
     ("Return policy: apparel", "How many days do I have to return a jacket?", r"within (\d+) days", "number"),
     ("Return policy: home", "How many days do I have to return a blender?", r"within (\d+) days", "number"),
-    ("Warranty: electronics", "How many months of warranty does a smart watch come with?", r"a (\d+)-month",
-     "number"),
+    ("Warranty: electronics", "How many months of warranty does a smart watch come with?", r"a (\d+)-month", "number"),
     ("Warranty: sports", "How long is the warranty on a camping tent, in months?", r"a (\d+)-month", "number"),
 )
 
@@ -442,7 +638,10 @@ class KnowledgeAnswer(TaskFamily):
         customer = _customer(image, rng.choice(customers))
         tid, mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
         return Task(
-            world=WORLD, family=self.name, seed=seed, instruction=_chat(tid, customer, f"Quick question: {question}"),
+            world=WORLD,
+            family=self.name,
+            seed=seed,
+            instruction=_chat(tid, customer, f"Quick question: {question}"),
             setup=tuple(_ticket_ops(tid, mid, customer, subject="Question", body=question)),
             gold=(
                 ToolCall("get_article", {"article_id": article_id}),
@@ -458,6 +657,13 @@ class KnowledgeAnswer(TaskFamily):
 
 
 FAMILIES: tuple[TaskFamily, ...] = (
-    RefundDamaged(), RefundWithApproval(), DenyRefund(), CancelOrder(), Triage(), SlaEscalation(),
-    MergeDuplicates(), UpdateEmail(), KnowledgeAnswer(),
+    RefundDamaged(),
+    RefundWithApproval(),
+    DenyRefund(),
+    CancelOrder(),
+    Triage(),
+    SlaEscalation(),
+    MergeDuplicates(),
+    UpdateEmail(),
+    KnowledgeAnswer(),
 )

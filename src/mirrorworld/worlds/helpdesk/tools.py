@@ -18,7 +18,6 @@ from mirrorworld.errors import ToolError
 from mirrorworld.worlds.helpdesk.rules import (
     APPROVAL_THRESHOLD_CENTS,
     IDENTITY_VALID_MINUTES,
-    PRIORITIES,
     TIER_FLOOR,
     priority_rank,
 )
@@ -218,7 +217,8 @@ def search_tickets(
         status: Only tickets in this status.
         query: Text the subject must contain.
     """
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[Any] = []
     if customer_id is not None:
         clauses.append("customer_id=?")
         params.append(customer_id)
@@ -426,7 +426,11 @@ def escalate_ticket(ctx: ToolContext, ticket_id: int, reason: str) -> dict[str, 
     _add_message(ctx, ticket_id, f"Escalated: {reason}", public=False)
     tags = sorted(set(_tags(t["tags"])) | {"escalated"})
     _touch_ticket(
-        ctx, ticket_id, team_id=tm["id"], assignee_id=None, tags=",".join(tags),
+        ctx,
+        ticket_id,
+        team_id=tm["id"],
+        assignee_id=None,
+        tags=",".join(tags),
         status="open" if t["status"] in ("new", "solved", "pending") else t["status"],
     )
     return {"ticket_id": ticket_id, "team": "escalations"}
@@ -521,13 +525,15 @@ def issue_refund(
     cents = to_cents(amount)
     if order["status"] != "delivered":
         raise ToolError(
-            "policy_refused", f"order {order_id} is {order['status']}; only delivered orders are refunded",
+            "policy_refused",
+            f"order {order_id} is {order['status']}; only delivered orders are refunded",
             rule="refund_status",
         )
     remaining = line["unit_price_cents"] * line["quantity"] - line["refunded_cents"]
     if cents > remaining:
         raise ToolError(
-            "policy_refused", f"only {dollars(remaining):.2f} remains refundable on line {line_id}",
+            "policy_refused",
+            f"only {dollars(remaining):.2f} remains refundable on line {line_id}",
             rule="refund_limit",
         )
     approval = None
@@ -538,14 +544,18 @@ def issue_refund(
         if approval["status"] != "approved":
             raise ToolError("policy_refused", f"approval {approval_id} was denied", rule="refund_approval")
         if approval["amount_cents"] < cents:
-            raise ToolError("policy_refused", f"approval {approval_id} covers less than {dollars(cents):.2f}",
-                            rule="refund_approval")
+            raise ToolError(
+                "policy_refused",
+                f"approval {approval_id} covers less than {dollars(cents):.2f}",
+                rule="refund_approval",
+            )
         used = ctx.one("SELECT 1 AS x FROM refunds WHERE approval_id=?", (approval_id,))
         if used is not None:
             raise ToolError("policy_refused", f"approval {approval_id} was already used", rule="refund_approval")
     if cents > APPROVAL_THRESHOLD_CENTS and approval is None:
         raise ToolError(
-            "policy_refused", "refunds above 200.00 need an approved supervisor approval (approval_id)",
+            "policy_refused",
+            "refunds above 200.00 need an approved supervisor approval (approval_id)",
             rule="refund_approval",
         )
     window_end = _window_end(order["delivered_at"], line["return_window_days"])
@@ -586,7 +596,8 @@ def cancel_order(
     order = _order(ctx, order_id)
     if order["status"] != "placed":
         raise ToolError(
-            "policy_refused", f"order {order_id} is {order['status']}; only placed orders can be cancelled",
+            "policy_refused",
+            f"order {order_id} is {order['status']}; only placed orders can be cancelled",
             rule="cancel_unshipped",
         )
     ctx.execute("UPDATE orders SET status='cancelled' WHERE id=?", (order_id,))
@@ -665,7 +676,8 @@ def update_customer(
     )
     if check is None:
         raise ToolError(
-            "policy_refused", "verify the customer's identity (verify_identity) before changing account details",
+            "policy_refused",
+            "verify the customer's identity (verify_identity) before changing account details",
             rule="identity_verification",
         )
     sets = ", ".join(f"{k}=?" for k in changes)
@@ -700,9 +712,28 @@ def respond(ctx: ToolContext, message: str) -> dict[str, Any]:
 
 
 TOOLS: tuple[ToolSpec, ...] = (
-    get_policy, search_customers, get_customer, list_orders, get_order, search_tickets, get_ticket,
-    search_articles, get_article, list_teams,
-    reply_ticket, set_priority, set_status, assign_ticket, add_tags, escalate_ticket, merge_tickets,
-    request_approval, issue_refund, cancel_order, verify_identity, update_customer, close_ticket,
+    get_policy,
+    search_customers,
+    get_customer,
+    list_orders,
+    get_order,
+    search_tickets,
+    get_ticket,
+    search_articles,
+    get_article,
+    list_teams,
+    reply_ticket,
+    set_priority,
+    set_status,
+    assign_ticket,
+    add_tags,
+    escalate_ticket,
+    merge_tickets,
+    request_approval,
+    issue_refund,
+    cancel_order,
+    verify_identity,
+    update_customer,
+    close_ticket,
     respond,
 )

@@ -76,8 +76,11 @@ class HelpdeskWorld(World):
                 row = db.execute(
                     "SELECT status, priority, team_id, assignee_id, merged_into FROM tickets WHERE id=?", (ident,)
                 ).fetchone()
-                view[key] = dict(zip(("status", "priority", "team_id", "assignee_id", "merged_into"), row,
-                                     strict=True)) if row else None
+                view[key] = (
+                    dict(zip(("status", "priority", "team_id", "assignee_id", "merged_into"), row, strict=True))
+                    if row
+                    else None
+                )
             elif kind == "order":
                 row = db.execute("SELECT status FROM orders WHERE id=?", (ident,)).fetchone()
                 lines = db.execute(
