@@ -61,7 +61,7 @@ class Violation:
     step: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolResult:
     """What a tool call returns to the agent."""
 
@@ -72,8 +72,7 @@ class ToolResult:
 
     def content(self) -> str:
         """The result as the JSON text an agent reads (ASCII-only, canonical)."""
-        payload = self.data if self.ok else {"error": self.error}
-        return json.dumps(payload, separators=(",", ":"), ensure_ascii=True, default=_json_default)
+        return _ENCODER.encode(self.data if self.ok else {"error": self.error})
 
 
 def _json_default(value: Any) -> Any:
@@ -82,9 +81,12 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
-@dataclass(frozen=True)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=_json_default)
+
+
+@dataclass(slots=True)
 class Event:
-    """One tool call as it happened."""
+    """One tool call as it happened (treat as read-only)."""
 
     step: int
     tool: str
@@ -200,14 +202,18 @@ class Session:
         self.view = ""
         self.viewed: list[str] = []
         self._tools = world.tools_by_name
-        self._initial: dict[RowKey, tuple[Any, ...] | None] = {}
+        self._initial_rows: dict[RowKey, tuple[Any, ...] | None] | None = None if task is not None else {}
         self.clock = ""
         if _conn is None:
             try:
-                if task is not None:
+                if task is None:
+                    self.clock = self._read_clock()
+                else:
                     world.apply_setup(self._conn, task)
-                self.clock = self._read_clock()
-                self._initial = self._snapshot_touched()
+                    prep = world.prepared(task)
+                    if prep.clock is None:
+                        prep.clock = self._read_clock()
+                    self.clock = prep.clock
             except BaseException:
                 self.image.release(self._conn, reusable=False)
                 self._closed = True
@@ -323,9 +329,17 @@ class Session:
     def _snapshot_touched(self) -> dict[RowKey, tuple[Any, ...] | None]:
         return {k: self._row(k) for k in self.touched()}
 
+    @property
+    def _initial(self) -> dict[RowKey, tuple[Any, ...] | None]:
+        if self._initial_rows is None:
+            assert self.task is not None
+            self._initial_rows = self.world.initial_rows(self.task)
+        return self._initial_rows
+
     def _baseline(self, key: RowKey) -> tuple[Any, ...] | None:
-        if key in self._initial:
-            return self._initial[key]
+        initial = self._initial
+        if key in initial:
+            return initial[key]
         return self.image.pristine_row(key)
 
     def state_hash(self) -> str:
@@ -388,7 +402,7 @@ class Session:
         twin.final_message = self.final_message
         twin.view = self.view
         twin.viewed = list(self.viewed)
-        twin._initial = dict(self._initial)
+        twin._initial_rows = self._initial
         twin.clock = self.clock
         return twin
 

@@ -48,6 +48,17 @@ class Rule:
     hard: bool = True
 
 
+@dataclass
+class Prepared:
+    """What a world computes once per task and reuses for every episode of it."""
+
+    task: Task
+    setup: list[tuple[str, tuple[Any, ...]]]
+    initial_rows: dict[tuple[str, int], tuple[Any, ...] | None] | None = None
+    initial_potential: float | None = None
+    clock: str | None = None
+
+
 @dataclass(frozen=True)
 class GoldOutcome:
     """The reference end state of a task: its gold solution replayed."""
@@ -78,6 +89,7 @@ class World(ABC):
         self.data_seed = data_seed
         self._tasks: OrderedDict[tuple[str, int], Task] = OrderedDict()
         self._gold: OrderedDict[str, GoldOutcome] = OrderedDict()
+        self._prepared: OrderedDict[int, Prepared] = OrderedDict()
         self.tools: tuple[ToolSpec, ...] = tuple(self.declare_tools())
         self.tools_by_name: dict[str, ToolSpec] = {t.name: t for t in self.tools}
         if len(self.tools_by_name) != len(self.tools):
@@ -165,25 +177,43 @@ class World(ABC):
             raise WorldError(f"task {task.id} belongs to world {task.world}, not {self.name}")
         return Session(self, self.image, task)
 
-    def apply_setup(self, conn: sqlite3.Connection, task: Task) -> None:
-        """Apply a task's setup writes (parameterised; columns checked)."""
+    def prepared(self, task: Task) -> Prepared:
+        """The per-task cache: compiled setup statements, initial rows, initial potential."""
+        key = id(task)
+        hit = self._prepared.get(key)
+        if hit is not None and hit.task is task:
+            return hit
+        statements = []
         for op in task.setup:
             cols = self.image.columns.get(op.table)
             if cols is None or not set(op.values) <= set(cols):
                 raise TaskError(f"{task.id}: setup writes unknown table or columns in {op.table}")
             names = list(op.values)
+            values = tuple(op.values[n] for n in names)
             if op.op == "insert":
-                marks = ",".join("?" * len(names))
-                conn.execute(
-                    f"INSERT INTO {op.table} ({','.join(names)}) VALUES ({marks})",
-                    tuple(op.values[n] for n in names),
-                )
+                sql = f"INSERT INTO {op.table} ({','.join(names)}) VALUES ({','.join('?' * len(names))})"
+                statements.append((sql, values))
             else:
                 sets = ",".join(f"{n}=?" for n in names)
-                conn.execute(
-                    f"UPDATE {op.table} SET {sets} WHERE rowid=?",
-                    (*[op.values[n] for n in names], op.pk),
-                )
+                statements.append((f"UPDATE {op.table} SET {sets} WHERE rowid=?", (*values, op.pk)))
+        prep = Prepared(task, statements)
+        self._prepared[key] = prep
+        if len(self._prepared) > 4096:
+            self._prepared.popitem(last=False)
+        return prep
+
+    def apply_setup(self, conn: sqlite3.Connection, task: Task) -> None:
+        """Apply a task's setup writes (parameterised; tables and columns checked)."""
+        for sql, params in self.prepared(task).setup:
+            conn.execute(sql, params)
+
+    def initial_rows(self, task: Task) -> dict[tuple[str, int], tuple[Any, ...] | None]:
+        """The rows a task's setup wrote, as they are in its initial state (cached)."""
+        prep = self.prepared(task)
+        if prep.initial_rows is None:
+            with self.session(task) as s:
+                prep.initial_rows = s._snapshot_touched()
+        return prep.initial_rows
 
     # -- tasks --------------------------------------------------------------
 

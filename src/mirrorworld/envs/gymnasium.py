@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal, SupportsFloat
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import seeding
 
 from mirrorworld.core.session import MAX_ARGS_CHARS
 from mirrorworld.core.task import Split, Task
@@ -124,10 +125,30 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
 
     # -- Gymnasium API -------------------------------------------------------
 
+    # Seeding NumPy's generator costs more than restoring a world, and a seeded
+    # reset rarely needs it: the generator is created from the seed on first use.
+    _rng: np.random.Generator | None = None
+    _rng_seed: int | None = None
+
+    @property  # type: ignore[override]
+    def _np_random(self) -> np.random.Generator | None:
+        if self._rng_seed is not None:
+            self._rng, self._np_random_seed = seeding.np_random(self._rng_seed)
+            self._rng_seed = None
+        return self._rng
+
+    @_np_random.setter
+    def _np_random(self, value: np.random.Generator | None) -> None:
+        self._rng, self._rng_seed = value, None
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        super().reset(seed=seed)
+        if seed is not None:
+            self._rng_seed = int(seed)
+            self._np_random_seed = int(seed)
+        else:
+            super().reset()
         options = options or {}
         task = options.get("task")
         if task is None:

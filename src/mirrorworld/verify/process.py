@@ -26,7 +26,11 @@ class ProcessReward:
         self.session = session
         self._checks = session.task.checks if session.task is not None else ()
         self._base = 0.0
-        self._base = self._phi()
+        if session.task is not None:
+            prep = session.world.prepared(session.task)
+            if prep.initial_potential is None:
+                prep.initial_potential = self._phi()
+            self._base = prep.initial_potential
         self.current = 0.0
         self._seen_events = len(session.events)
 

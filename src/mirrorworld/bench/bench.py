@@ -1,0 +1,717 @@
+"""``mirrorworld bench``: the performance figures, each as a ratio against a baseline.
+
+Everything runs in one process, single-threaded (so rates are per core), on one
+world built fresh for the run (its own image, task and gold caches). Each
+figure is measured for mirrorworld and for :class:`~mirrorworld.bench.baseline.JsonBaseline`,
+a tau-bench-style environment on the same data, and reported with
+``ratio`` = how many times better mirrorworld is (baseline / mirrorworld for
+times and memory, mirrorworld / baseline for rates):
+
+* **reset** — ``MirrorEnv.reset(seed=i)`` (closes the previous episode, opens a
+  session, applies the task's setup, builds the observation); also the raw
+  session reset, ``world.session(task)`` + ``close()``. Baseline: reload the
+  JSON data and apply the setup.
+* **step** — ``MirrorEnv.step`` of a read tool (``get_customer`` with JSON
+  arguments). Baseline: parse the arguments, look the row up, ``json.dumps``.
+* **verify** — ``Verifier()(session)`` after the gold solution ran, with the
+  world's gold outcome cached (warm) and not yet computed (cold). Baseline:
+  tau-bench's grading (hash the state, rebuild the gold state, hash, compare).
+* **episodes/s** — reset, 10 steps (reads, then the task's gold calls) and
+  the verdict, through ``MirrorEnv``. Baseline: the same through the baseline.
+* **memory per live session** — many sessions held open at once; SQLite's own
+  heap (``sqlite3_memory_used``) plus Python allocations (``tracemalloc``) per
+  session. Baseline: the same for loaded copies of the data. The RSS growth is
+  reported alongside.
+
+Wall-clock figures are never asserted on in tests; targets come from the design
+document's performance section.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import io
+import json
+import math
+import os
+import platform
+import sqlite3
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from mirrorworld.bench.baseline import JsonBaseline, Tables, Write, writes_from_changes
+from mirrorworld.core.session import Session
+from mirrorworld.core.store import POOL_SIZE
+from mirrorworld.core.task import Task
+from mirrorworld.core.world import World
+from mirrorworld.envs.episode import pick_task
+from mirrorworld.envs.gymnasium import MirrorEnv
+from mirrorworld.registry import default
+from mirrorworld.verify.verifier import Verifier
+
+__all__ = ["EPISODE_STEPS", "PLANS", "Plan", "format_report", "percentile", "run_bench"]
+
+EPISODE_STEPS = 10
+"""Tool calls per episode in the episodes/s figure (reads fill up to this after the gold calls)."""
+
+Better = Literal["lower", "higher"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many iterations each measurement runs."""
+
+    tasks: int
+    """Distinct tasks cycled through (train split, all families)."""
+    resets: int
+    baseline_resets: int
+    steps: int
+    baseline_steps: int
+    verifies: int
+    baseline_verifies: int
+    cold: int
+    episodes: int
+    baseline_episodes: int
+    sessions: int
+    """Sessions held open at once for the memory figure."""
+    baseline_copies: int
+
+
+PLANS: dict[str, Plan] = {
+    "full": Plan(
+        tasks=45,
+        resets=3000,
+        baseline_resets=300,
+        steps=20_000,
+        baseline_steps=20_000,
+        verifies=900,
+        baseline_verifies=100,
+        cold=45,
+        episodes=1500,
+        baseline_episodes=100,
+        sessions=200,
+        baseline_copies=30,
+    ),
+    "quick": Plan(
+        tasks=9,
+        resets=90,
+        baseline_resets=4,
+        steps=500,
+        baseline_steps=500,
+        verifies=18,
+        baseline_verifies=3,
+        cold=3,
+        episodes=18,
+        baseline_episodes=3,
+        sessions=8,
+        baseline_copies=3,
+    ),
+}
+
+
+# -- measuring ------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q``-th percentile (``0 < q <= 100``) of ``values``."""
+    if not values:
+        raise ValueError("no samples")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def _us(ns: Sequence[int]) -> list[float]:
+    return [v / 1000 for v in ns]
+
+
+def _timed(fn: Callable[[int], object], n: int, warmup: int = 0, *, collect: bool = True) -> list[int]:
+    """Call ``fn(i)`` ``n`` times after ``warmup`` untimed calls; the duration of each, in ns.
+
+    The garbage collector stays on (its pauses are part of the cost); ``collect``
+    runs a full collection before the timed calls.
+    """
+    for i in range(warmup):
+        fn(i)
+    if collect:
+        gc.collect()
+    clock = time.perf_counter_ns
+    out = []
+    for i in range(n):
+        t0 = clock()
+        fn(i)
+        out.append(clock() - t0)
+    return out
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):  # not Linux: peak RSS is the best available
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def _sqlite_memory_used() -> Callable[[], int] | None:
+    """``sqlite3_memory_used`` of the SQLite library Python's ``sqlite3`` module uses, if reachable."""
+    try:
+        import _sqlite3
+
+        lib = ctypes.CDLL(_sqlite3.__file__)
+        fn = lib.sqlite3_memory_used
+    except (ImportError, OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_int64
+    fn.argtypes = []
+
+    def used() -> int:
+        return int(fn())
+
+    return used
+
+
+@dataclass
+class _Memory:
+    per_item_bytes: float
+    sqlite_bytes: float
+    python_bytes: float
+    rss_bytes: float
+    method: str
+
+
+def _measure_memory(make: Callable[[int], object], n: int) -> tuple[_Memory, list[object]]:
+    """Hold ``n`` objects from ``make`` at once; their memory per object (returned with them)."""
+    sq = _sqlite_memory_used()
+    gc.collect()
+    rss0 = _rss_bytes()
+    sq0 = sq() if sq else 0
+    tracemalloc.start()
+    try:
+        held = [make(i) for i in range(n)]
+        py = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    sq1 = sq() if sq else 0
+    rss1 = _rss_bytes()
+    sqlite_b, rss_b = (sq1 - sq0) / n, (rss1 - rss0) / n
+    if sq is None:  # SQLite's heap is invisible to tracemalloc: fall back on RSS growth
+        return _Memory(max(rss_b, py / n), 0.0, py / n, rss_b, "rss"), held
+    return _Memory(sqlite_b + py / n, sqlite_b, py / n, rss_b, "sqlite3_memory_used+tracemalloc"), held
+
+
+# -- the report -------------------------------------------------------------------
+
+
+def _figure(
+    label: str,
+    mirror: float,
+    baseline: float,
+    unit: str,
+    better: Better,
+    target: float | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    if not (mirror > 0 and baseline > 0 and math.isfinite(mirror) and math.isfinite(baseline)):
+        raise RuntimeError(f"benchmark figure {label!r} is not a positive number: {mirror!r} / {baseline!r}")
+    ratio = baseline / mirror if better == "lower" else mirror / baseline
+    meets = None if target is None else (mirror <= target if better == "lower" else mirror >= target)
+    return {
+        "label": label,
+        "mirrorworld": mirror,
+        "baseline": baseline,
+        "ratio": ratio,
+        "unit": unit,
+        "better": better,
+        "target": target,
+        "meets_target": meets,
+        "note": note,
+    }
+
+
+def _machine() -> dict[str, Any]:
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 1
+    return {
+        "cpu_count": os.cpu_count() or 1,
+        "cpus_usable": usable,
+        "cpu_model": model or platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "sqlite": sqlite3.sqlite_version,
+        "platform": platform.platform(),
+    }
+
+
+class _Progress:
+    """A rich progress bar on stderr, or nothing."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("[bold]bench[/] {task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._task = self._bar.add_task("starting", total=total)
+
+    @contextmanager
+    def running(self) -> Iterator[_Progress]:
+        if self._bar is None:
+            yield self
+            return
+        with self._bar:
+            yield self
+
+    @contextmanager
+    def phase(self, description: str) -> Iterator[None]:
+        if self._bar is not None:
+            self._bar.update(self._task, description=description)
+        yield
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+
+# -- the benchmark ------------------------------------------------------------------
+
+
+@dataclass
+class _Case:
+    """One task with everything both sides need to run it, prepared untimed."""
+
+    index: int
+    task: Task
+    gold_actions: list[dict[str, Any]]
+    read_actions: list[dict[str, Any]]
+    gold_args: list[tuple[str, str]]
+    read_args: list[str]
+    writes: list[Write]
+
+
+def _read_args(task: Task, n: int, customers: int) -> list[str]:
+    """Arguments of ``n`` ``get_customer`` calls: the task's customer, then others in turn."""
+    cid = task.customer_id or 1
+    return [json.dumps({"customer_id": (cid + k - 1) % customers + 1}) for k in range(n)]
+
+
+def _customers(world: World) -> int:
+    return int(world.image.query("SELECT COUNT(*) FROM customers")[0][0])
+
+
+def _prepare(world: World, index: int) -> _Case:
+    task = pick_task(world, "train", index, None)
+    with world.session(task) as s:
+        for call in task.gold:
+            result = s.call(call.tool, call.args)
+            if not result.ok:
+                raise RuntimeError(f"{task.id}: gold call {call.tool} failed: {result.error}")
+        writes = writes_from_changes(s.changes())
+    read_tool = world.tool_index("get_customer")
+    gold_args = [(c.tool, json.dumps(c.args)) for c in task.gold]
+    reads = _read_args(task, max(0, EPISODE_STEPS - len(task.gold)), _customers(world))
+    return _Case(
+        index=index,
+        task=task,
+        gold_actions=[{"tool_name": world.tool_index(t), "tool_args": a} for t, a in gold_args],
+        read_actions=[{"tool_name": read_tool, "tool_args": a} for a in reads],
+        gold_args=gold_args,
+        read_args=reads,
+        writes=writes,
+    )
+
+
+def _run_gold(session: Session) -> None:
+    task = session.task
+    assert task is not None
+    for call in task.gold:
+        session.call(call.tool, call.args)
+
+
+def run_bench(world: str = "helpdesk", *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Measure mirrorworld against the tau-bench-style baseline; see the module docstring.
+
+    ``quick`` runs a few iterations of everything (seconds; for tests and
+    smoke checks); the full run takes under a minute on a 2-core machine.
+    """
+    plan = PLANS["quick" if quick else "full"]
+    started = time.perf_counter()
+    shared = default.get(world)
+    # A private instance: its own image, task cache and gold cache, so "cold" is cold.
+    w: World = type(shared)(scale=shared.scale, data_seed=shared.data_seed)
+    bar = _Progress(progress, total=8)
+    figures: dict[str, dict[str, Any]] = {}
+    detail: dict[str, Any] = {}
+
+    with bar.running(), tempfile.TemporaryDirectory(prefix="mirrorworld-bench-") as tmp:
+        with bar.phase("building the world and the baseline's JSON"):
+            image = w.image
+            base = JsonBaseline.export(image, Path(tmp) / f"{w.name}.json")
+            cases = [_prepare(w, i) for i in range(plan.tasks)]
+            for c in cases:  # the baseline must reach the very state the mirror reaches
+                data = base.reset(c.task)
+                for tool, args in c.gold_args:
+                    base.step(data, tool, args, c.writes)
+                if not base.grade(data, c.task, c.writes):
+                    raise RuntimeError(f"baseline does not reproduce the gold state of {c.task.id}")
+            detail["image_bytes"] = image.nbytes
+            detail["json_bytes"] = base.path.stat().st_size
+            detail["rows"] = sum(len(v) for v in base.load().values())
+        k = len(cases)
+
+        with bar.phase("reset"):
+            env = MirrorEnv(w)
+            gym_reset = _timed(lambda i: env.reset(seed=i % k), plan.resets, warmup=2 * k)
+            env.close()
+
+            def session_reset(i: int) -> None:
+                w.session(cases[i % k].task).close()
+
+            sess_reset = _timed(session_reset, plan.resets, warmup=k)
+            state: dict[str, Tables] = {}
+
+            def base_reset(i: int) -> None:
+                state["data"] = base.reset(cases[i % k].task)  # drops the previous copy, like tau-bench
+
+            b_reset = _timed(base_reset, plan.baseline_resets, warmup=2)
+            state.clear()
+        g, s, b = _us(gym_reset), _us(sess_reset), _us(b_reset)
+        figures["reset_p50_us"] = _figure(
+            "reset p50 (MirrorEnv.reset)",
+            percentile(g, 50),
+            percentile(b, 50),
+            "µs",
+            "lower",
+            100,
+            "baseline: read + json.loads the data file, apply the task's setup",
+        )
+        figures["reset_p99_us"] = _figure(
+            "reset p99 (MirrorEnv.reset)", percentile(g, 99), percentile(b, 99), "µs", "lower"
+        )
+        figures["session_reset_p50_us"] = _figure(
+            "session reset p50 (world.session + close)",
+            percentile(s, 50),
+            percentile(b, 50),
+            "µs",
+            "lower",
+            100,
+            "pooled connection rollback + task setup",
+        )
+        figures["session_reset_p99_us"] = _figure(
+            "session reset p99 (world.session + close)", percentile(s, 99), percentile(b, 99), "µs", "lower"
+        )
+
+        with bar.phase("read steps"):
+            chunk = 25  # steps per episode; the resets in between are not timed
+            env = MirrorEnv(w, max_steps=chunk + 5)
+            texts = _read_args(cases[0].task, 500, _customers(w))
+            actions: list[dict[str, Any]] = [{"tool_name": w.tool_index("get_customer"), "tool_args": a} for a in texts]
+            clock = time.perf_counter_ns
+            step_ns: list[int] = []
+            gc.collect()
+            for lo in range(-chunk, plan.steps, chunk):  # the first chunk warms up
+                env.reset(seed=(lo // chunk) % k)
+                for i in range(lo, min(lo + chunk, plan.steps)):
+                    action = actions[i % len(actions)]
+                    t0 = clock()
+                    env.step(action)
+                    dt = clock() - t0
+                    if i >= 0:
+                        step_ns.append(dt)
+            env.close()
+            data = base.reset(cases[0].task)
+            b_step_ns: list[int] = []
+            gc.collect()
+            for i in range(-chunk, plan.baseline_steps):
+                text = texts[i % len(texts)]
+                t0 = clock()
+                base.step(data, "get_customer", text)
+                dt = clock() - t0
+                if i >= 0:
+                    b_step_ns.append(dt)
+            # A heavier read, reported for reference: an order with its lines and refunds.
+            env = MirrorEnv(w)
+            env.reset(seed=0)
+            order_action = {"tool_name": w.tool_index("get_order"), "tool_args": '{"order_id": 17}'}
+            order_ns = _timed(lambda i: env.step(order_action), min(chunk, plan.steps), warmup=2)
+            env.close()
+        figures["step_rate"] = _figure(
+            "gym steps/s (read tool)",
+            1e9 * len(step_ns) / sum(step_ns),
+            1e9 * len(b_step_ns) / sum(b_step_ns),
+            "steps/s",
+            "higher",
+            50_000,
+            "get_customer with JSON arguments, one core",
+        )
+        figures["step_p50_us"] = _figure(
+            "gym step p50 (read tool)", percentile(_us(step_ns), 50), percentile(_us(b_step_ns), 50), "µs", "lower", 20
+        )
+        detail["get_order_step_p50_us"] = percentile(_us(order_ns), 50)
+
+        with bar.phase("verify (warm gold)"):
+            verifier = Verifier()
+            for c in cases:
+                w.gold(c.task)
+
+            def verify_once(i: int, times: list[int]) -> None:
+                with w.session(cases[i % k].task) as sess:
+                    _run_gold(sess)
+                    t0 = time.perf_counter_ns()
+                    verdict = verifier(sess)
+                    times.append(time.perf_counter_ns() - t0)
+                if not verdict.passed:
+                    raise RuntimeError(f"gold solution of {sess.task.id if sess.task else '?'} fails verification")
+
+            warm_ns: list[int] = []
+            for i in range(k):
+                verify_once(i, [])
+            for i in range(plan.verifies):
+                verify_once(i, warm_ns)
+
+            def base_grade_once(i: int, times: list[int]) -> None:
+                c = cases[i % k]
+                agent = base.reset(c.task)
+                for tool, args in c.gold_args:
+                    base.step(agent, tool, args, c.writes)
+                t0 = time.perf_counter_ns()
+                ok = base.grade(agent, c.task, c.writes)
+                times.append(time.perf_counter_ns() - t0)
+                if not ok:
+                    raise RuntimeError(f"baseline grading failed {c.task.id}")
+
+            b_verify_ns: list[int] = []
+            base_grade_once(0, [])
+            for i in range(plan.baseline_verifies):
+                base_grade_once(i, b_verify_ns)
+
+        with bar.phase("verify (cold gold)"):
+            cold_tasks = [pick_task(w, "train", k + j, None) for j in range(plan.cold)]
+            cold_ns: list[int] = []
+            gold_ns: list[int] = []
+            for t in cold_tasks:
+                with w.session(t) as sess:
+                    _run_gold(sess)
+                    t0 = time.perf_counter_ns()
+                    verdict = verifier(sess)
+                    cold_ns.append(time.perf_counter_ns() - t0)
+                if not verdict.passed:
+                    raise RuntimeError(f"gold solution of {t.id} fails verification")
+            for j in range(plan.cold):  # the gold outcome alone, on another set of fresh tasks
+                t = pick_task(w, "train", k + plan.cold + j, None)
+                t0 = time.perf_counter_ns()
+                w.gold(t)
+                gold_ns.append(time.perf_counter_ns() - t0)
+        v, bv = _us(warm_ns), _us(b_verify_ns)
+        figures["verify_p50_us"] = _figure(
+            "verify p50 (gold cached)",
+            percentile(v, 50),
+            percentile(bv, 50),
+            "µs",
+            "lower",
+            1000,
+            "baseline: hash state, reload + replay gold writes, hash, compare",
+        )
+        figures["verify_p99_us"] = _figure(
+            "verify p99 (gold cached)", percentile(v, 99), percentile(bv, 99), "µs", "lower"
+        )
+        figures["verify_cold_p50_us"] = _figure(
+            "verify p50 (gold computed)",
+            percentile(_us(cold_ns), 50),
+            percentile(bv, 50),
+            "µs",
+            "lower",
+            None,
+            "first verification of a task: replays its gold solution once",
+        )
+        detail["gold_outcome_p50_us"] = percentile(_us(gold_ns), 50)
+
+        with bar.phase("whole episodes"):
+            env = MirrorEnv(w)
+
+            def mirror_episode(i: int) -> None:
+                c = cases[i % k]
+                env.reset(seed=c.index)
+                info: dict[str, Any] = {}
+                for a in c.read_actions:
+                    env.step(a)
+                for a in c.gold_actions:
+                    info = env.step(a)[4]
+                if not info.get("verdict", {}).get("passed"):
+                    raise RuntimeError(f"episode of {c.task.id} did not end with a passing verdict")
+
+            ep_ns = _timed(mirror_episode, plan.episodes, warmup=k)
+            env.close()
+
+            def base_episode(i: int) -> None:
+                c = cases[i % k]
+                data = base.reset(c.task)
+                for a in c.read_args:
+                    base.step(data, "get_customer", a)
+                for j, (tool, args) in enumerate(c.gold_args):
+                    base.step(data, tool, args, c.writes if j == 0 else ())
+                if not base.grade(data, c.task, c.writes):
+                    raise RuntimeError(f"baseline episode of {c.task.id} failed")
+
+            b_ep_ns = _timed(base_episode, plan.baseline_episodes, warmup=1)
+        figures["episode_rate"] = _figure(
+            "whole episodes/s",
+            1e9 * len(ep_ns) / sum(ep_ns),
+            1e9 * len(b_ep_ns) / sum(b_ep_ns),
+            "episodes/s",
+            "higher",
+            500,
+            f"reset, {EPISODE_STEPS} steps (reads + gold calls), verdict",
+        )
+        detail["episode_p50_us"] = percentile(_us(ep_ns), 50)
+
+        with bar.phase("memory per live session"):
+            # Empty the image's connection pool first, so that every measured session holds a fresh copy.
+            drain = [w.session(cases[i % k].task) for i in range(POOL_SIZE)]
+            mem, held = _measure_memory(lambda i: w.session(cases[i % k].task), plan.sessions)
+            for obj in held:
+                assert isinstance(obj, Session)
+                obj.close()
+            for obj in drain:
+                obj.close()
+            del held, drain
+            b_mem, b_held = _measure_memory(lambda i: base.reset(cases[i % k].task), plan.baseline_copies)
+            del b_held
+            gc.collect()
+        mb = 1e6
+        figures["memory_per_session_mb"] = _figure(
+            "memory per live session",
+            mem.per_item_bytes / mb,
+            b_mem.per_item_bytes / mb,
+            "MB",
+            "lower",
+            5,
+            f"{plan.sessions} sessions held at once ({mem.method}); baseline: loaded copies of the data",
+        )
+        detail["memory"] = {
+            "mirrorworld": {k2: v2 / mb if isinstance(v2, float) else v2 for k2, v2 in asdict(mem).items()},
+            "baseline": {k2: v2 / mb if isinstance(v2, float) else v2 for k2, v2 in asdict(b_mem).items()},
+            "unit": "MB per session",
+        }
+
+        with bar.phase("done"):
+            pass
+
+    return {
+        "world": w.id,
+        "world_hash": w.content_hash,
+        "quick": quick,
+        "machine": _machine(),
+        "plan": asdict(plan),
+        "elapsed_s": time.perf_counter() - started,
+        "figures": figures,
+        "detail": detail,
+    }
+
+
+# -- formatting ---------------------------------------------------------------------
+
+
+def _num(value: float, unit: str) -> str:
+    if unit in ("steps/s", "episodes/s"):
+        return f"{value:,.0f}"
+    if unit == "MB":
+        return f"{value:,.2f}"
+    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+
+
+def _target(value: float, unit: str) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else _num(value, unit)
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as a table for the terminal (plain text)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    m = report.get("machine", {})
+    title = (
+        f"{report['world']} ({report['world_hash']})  "
+        f"{m.get('cpu_model', '?')}, {m.get('cpu_count', '?')} CPUs, Python {m.get('python', '?')}, "
+        f"SQLite {m.get('sqlite', '?')}"
+    )
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("figure")
+    table.add_column("mirrorworld", justify="right")
+    table.add_column("baseline", justify="right")
+    table.add_column("ratio", justify="right")
+    table.add_column("target", justify="right")
+    table.add_column("meets", justify="center")
+    for fig in report["figures"].values():
+        unit = fig["unit"]
+        target = fig["target"]
+        if target is None:
+            target_text, meets = "", ""
+        else:
+            target_text = ("≤ " if fig["better"] == "lower" else "≥ ") + _target(float(target), unit) + f" {unit}"
+            meets = "yes" if fig["meets_target"] else "NO"
+        table.add_row(
+            fig["label"],
+            f"{_num(fig['mirrorworld'], unit)} {unit}",
+            f"{_num(fig['baseline'], unit)} {unit}",
+            f"{fig['ratio']:,.2f}×" if fig["ratio"] < 10 else f"{fig['ratio']:,.1f}×",
+            target_text,
+            meets,
+        )
+    console = Console(file=io.StringIO(), width=130, record=True, force_terminal=False, color_system=None)
+    console.print(table)
+    lines = [line.rstrip() for line in console.export_text().rstrip().splitlines()]
+    detail = report.get("detail", {})
+    extra = []
+    if "get_order_step_p50_us" in detail:
+        extra.append(f"get_order step p50 {detail['get_order_step_p50_us']:,.1f} µs")
+    if "gold_outcome_p50_us" in detail:
+        extra.append(f"cold gold outcome p50 {detail['gold_outcome_p50_us']:,.0f} µs")
+    if "episode_p50_us" in detail:
+        extra.append(f"episode p50 {detail['episode_p50_us']:,.0f} µs")
+    mem = detail.get("memory", {})
+    if mem:
+        mw, bl = mem["mirrorworld"], mem["baseline"]
+        extra.append(
+            f"memory: sqlite {mw['sqlite_bytes']:.2f} + python {mw['python_bytes']:.2f} MB/session "
+            f"(RSS growth {mw['rss_bytes']:.2f}); baseline RSS growth {bl['rss_bytes']:.2f} MB/copy"
+        )
+    if "image_bytes" in detail:
+        extra.append(
+            f"data: {detail.get('rows', 0):,} rows, SQLite image {detail['image_bytes'] / 1e6:.2f} MB, "
+            f"JSON {detail.get('json_bytes', 0) / 1e6:.2f} MB"
+        )
+    extra.append(
+        "ratio = how many times better mirrorworld is than the tau-bench-style baseline, same data, same process"
+        + ("; QUICK run: too few iterations to quote" if report.get("quick") else "")
+        + f"; took {report.get('elapsed_s', 0):.1f} s"
+    )
+    lines += ["  " + e for e in extra]
+    return "\n".join(lines) + "\n"
