@@ -106,7 +106,7 @@ def test_listings(capsys: pytest.CaptureFixture[str]) -> None:
     ],
 )
 def test_errors_are_one_line(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, *argv)
+    code, _, err = _run(capsys, *argv)
     assert code != 0
     assert needle in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

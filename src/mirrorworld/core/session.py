@@ -164,7 +164,7 @@ class ToolContext:
         return self.session.clock
 
     def now_dt(self) -> datetime:
-        return datetime.strptime(self.session.clock, TIME_FORMAT)
+        return datetime.fromisoformat(self.session.clock)
 
     def violation(self, rule: str, message: str) -> None:
         """Record that this call breaks ``rule`` (kept only if the call commits)."""
@@ -305,7 +305,7 @@ class Session:
         return str(row[0])
 
     def _advance_clock(self) -> None:
-        t = datetime.strptime(self.clock, TIME_FORMAT) + CLOCK_STEP
+        t = datetime.fromisoformat(self.clock) + CLOCK_STEP
         new = t.strftime(TIME_FORMAT)
         self._conn.execute("UPDATE sim_clock SET now=? WHERE id=1", (new,))
         self.clock = new

@@ -26,6 +26,7 @@ import json
 import random
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -104,11 +105,16 @@ class Fact:
     rendering of the same value (``25``, ``25.00``, ``$25``), ``date`` any
     common date format, ``id`` the number with or without ``#``, ``text`` and
     ``email`` a case- and whitespace-insensitive substring.
+
+    ``distractors`` are the plausible wrong answers (another line's amount,
+    another category's window): a message that states one of them is
+    ambiguous and fails, so listing every candidate ("spraying") never passes.
     """
 
     label: str
     value: str
     kind: Literal["money", "number", "date", "id", "text", "email"]
+    distractors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,9 +145,14 @@ class Task:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def digest(self) -> str:
+    @cached_property
+    def _digest(self) -> str:
         blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def digest(self) -> str:
+        """A content hash of the task (computed once)."""
+        return self._digest
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Task:
@@ -155,7 +166,7 @@ class Task:
             scope=tuple((e[0], e[1]) for e in d["scope"]),
             targets=tuple((e[0], e[1]) for e in d["targets"]),
             checks=tuple(Check(**c) for c in d["checks"]),
-            facts=tuple(Fact(**f) for f in d["facts"]),
+            facts=tuple(Fact(f["label"], f["value"], f["kind"], tuple(f.get("distractors", ()))) for f in d["facts"]),
             customer_id=d.get("customer_id"),
             hidden=d.get("hidden", {}),
         )

@@ -12,7 +12,10 @@ signature and docstring once and derives everything else from them:
 
 Supported parameter annotations: ``int``, ``str``, ``bool``, ``Decimal`` (money
 and other exact numbers), ``Literal[...]`` of strings, ``list[str]`` and any of
-these ``| None``. Coercion accepts the harmless variants an agent produces —
+these ``| None``. ``Annotated`` adds what a parameter *means*, for audits and
+documentation: ``Annotated[int, Ref("orders")]`` says the value is the id of a
+row of ``orders``; ``Annotated[str, FREE_TEXT]`` marks prose (a reply body)
+whose exact wording no grader compares. Coercion accepts the harmless variants an agent produces —
 ``25`` for ``25.0``, ``"25.00"`` or ``"$25"`` for a number, ``"42"`` for an
 integer id, any case and surrounding whitespace for an enum value — and rejects
 everything else with ``ToolError("invalid_arguments", …)``.
@@ -31,11 +34,11 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mirrorworld.errors import ToolError, WorldError
 
-__all__ = ["MAX_LIST", "MAX_STRING", "Param", "ToolKind", "ToolSpec", "tool"]
+__all__ = ["FREE_TEXT", "MAX_LIST", "MAX_STRING", "Param", "Ref", "ToolKind", "ToolSpec", "tool"]
 
 ToolKind = Literal["read", "write", "terminal"]
 
@@ -51,6 +54,21 @@ _NUM_RE = re.compile(
 
 
 @dataclass(frozen=True)
+class Ref:
+    """Marks an integer parameter as the id of a row of ``table``."""
+
+    table: str
+
+
+@dataclass(frozen=True)
+class _FreeText:
+    """Marks a string parameter as free prose."""
+
+
+FREE_TEXT = _FreeText()
+
+
+@dataclass(frozen=True)
 class Param:
     """One parameter of a tool: its JSON schema and how agent input is coerced."""
 
@@ -59,6 +77,10 @@ class Param:
     required: bool
     default: Any
     coerce: Callable[[Any], Any]
+    ref: str | None = None
+    """The table whose row id this parameter holds, if any."""
+    free_text: bool = False
+    """Whether the value is prose rather than data."""
 
 
 @dataclass(frozen=True)
@@ -205,14 +227,23 @@ def _coerce_str_list(value: Any) -> list[str]:
     return out
 
 
+def _unwrap_annotated(annotation: Any) -> tuple[Any, tuple[Any, ...]]:
+    if get_origin(annotation) is Annotated:
+        base, *extras = get_args(annotation)
+        return base, tuple(extras)
+    return annotation, ()
+
+
 def _param_for(name: str, annotation: Any, default: Any, doc: str) -> Param:
     required = default is inspect.Parameter.empty
+    annotation, extras = _unwrap_annotated(annotation)
     origin = get_origin(annotation)
     if origin in (Union, types.UnionType):
         members = [a for a in get_args(annotation) if a is not type(None)]
         if len(members) != 1:
             raise WorldError(f"parameter {name}: only X | None unions are supported")
-        annotation = members[0]
+        annotation, more = _unwrap_annotated(members[0])
+        extras += more
         origin = get_origin(annotation)
         if required:
             raise WorldError(f"parameter {name}: an optional parameter needs a default")
@@ -238,7 +269,11 @@ def _param_for(name: str, annotation: Any, default: Any, doc: str) -> Param:
         raise WorldError(f"parameter {name}: unsupported annotation {annotation!r}")
     if doc:
         schema = {**schema, "description": doc}
-    return Param(name, schema, required, None if required else default, coerce)
+    refs = [e.table for e in extras if isinstance(e, Ref)]
+    if refs and annotation is not int:
+        raise WorldError(f"parameter {name}: Ref applies to integer ids only")
+    free = any(isinstance(e, _FreeText) for e in extras)
+    return Param(name, schema, required, None if required else default, coerce, refs[0] if refs else None, free)
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -286,7 +321,7 @@ def tool(kind: ToolKind) -> Callable[[Callable[..., Any]], ToolSpec]:
         if not func.__doc__:
             raise WorldError(f"tool {func.__name__} needs a docstring")
         description, docs = _parse_docstring(func.__doc__)
-        hints = typing.get_type_hints(func)
+        hints = typing.get_type_hints(func, include_extras=True)
         sig = inspect.signature(func)
         names = list(sig.parameters)
         if not names or names[0] != "ctx":

@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 
 from mirrorworld.core.task import Fact
 
-__all__ = ["dates_in", "mentions", "missing_facts", "numbers_in"]
+__all__ = ["dates_in", "mentions", "missing_facts", "numbers_in", "stated_distractors"]
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 _MONTHS = {
@@ -45,10 +45,18 @@ _MDY = re.compile(rf"\b({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE})\.?,?\s+(\d{{4}})", re.I)
 
 
-def numbers_in(text: str) -> set[Decimal]:
-    """Every number written in ``text``, as exact decimals."""
+def numbers_in(text: str, *, ids: bool = True) -> set[Decimal]:
+    """Every number written in ``text``, as exact decimals.
+
+    Numbers inside dates are not counted. With ``ids=False``, numbers written
+    as identifiers (``#428``) are not counted either.
+    """
+    for pattern in (_ISO, _US, _MDY, _DMY):
+        text = pattern.sub(" ", text)
     out = set()
     for m in _NUMBER.finditer(text):
+        if not ids and m.start() > 0 and text[m.start() - 1] == "#":
+            continue
         try:
             out.add(Decimal(m.group(0).replace(",", "")).normalize())
         except InvalidOperation:
@@ -77,13 +85,24 @@ def _squash(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _states(text: str, kind: str, value: str) -> bool:
+    if kind in ("money", "number", "id"):
+        return Decimal(value).normalize() in numbers_in(text, ids=kind == "id")
+    if kind == "date":
+        return datetime.strptime(value[:10], "%Y-%m-%d").date() in dates_in(text)
+    return _squash(value) in _squash(text)
+
+
 def mentions(text: str, fact: Fact) -> bool:
     """Whether ``text`` states ``fact`` (see the module docstring)."""
-    if fact.kind in ("money", "number", "id"):
-        return Decimal(fact.value).normalize() in numbers_in(text)
-    if fact.kind == "date":
-        return datetime.strptime(fact.value[:10], "%Y-%m-%d").date() in dates_in(text)
-    return _squash(fact.value) in _squash(text)
+    return _states(text, fact.kind, fact.value)
+
+
+def stated_distractors(text: str | None, fact: Fact) -> list[str]:
+    """The plausible wrong answers to ``fact`` that ``text`` states."""
+    if text is None:
+        return []
+    return [d for d in fact.distractors if d != fact.value and _states(text, fact.kind, d)]
 
 
 def missing_facts(text: str | None, facts: tuple[Fact, ...]) -> list[Fact]:

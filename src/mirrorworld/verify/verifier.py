@@ -24,7 +24,7 @@ from typing import Any
 from mirrorworld.core.session import Session, Violation
 from mirrorworld.errors import VerifierError
 from mirrorworld.verify.checks import evaluate_check, potential
-from mirrorworld.verify.communication import missing_facts
+from mirrorworld.verify.communication import missing_facts, stated_distractors
 from mirrorworld.verify.verdict import Gate, Verdict
 
 __all__ = ["Verifier", "verify"]
@@ -62,7 +62,8 @@ class Verifier:
 
         scope = set(task.scope)
         collateral_rows = []
-        for change in session.changes():
+        changes = session.changes()
+        for change in changes:
             owner = world.owner(change.table, change.after or change.before or {})
             if owner is not None and owner not in scope:
                 collateral_rows.append(f"{change.kind} {change.table} {change.pk} (belongs to {owner[0]} {owner[1]})")
@@ -78,9 +79,11 @@ class Verifier:
         )
 
         missing = missing_facts(session.final_message, task.facts)
+        ambiguous = [(f, d) for f in task.facts for d in stated_distractors(session.final_message, f)]
         communication = Gate(
-            not missing,
-            tuple(f"final message does not state {f.label} ({f.value})" for f in missing),
+            not missing and not ambiguous,
+            tuple(f"final message does not state {f.label} ({f.value})" for f in missing)
+            + tuple(f"final message also states {d}, a wrong answer for {f.label}" for f, d in ambiguous),
             {"responded": session.final_message is not None},
         )
 
@@ -96,7 +99,7 @@ class Verifier:
             "calls": len(session.events),
             "refused_calls": sum(1 for e in session.events if not e.ok),
             "repeated_calls": len(signatures) - len(set(signatures)),
-            "rows_restored": len(written - {(c.table, c.pk) for c in session.changes()}),
+            "rows_restored": len(written - {(c.table, c.pk) for c in changes}),
         }
         return Verdict(passed, 1.0 if passed else 0.0, gates, process, guards)
 

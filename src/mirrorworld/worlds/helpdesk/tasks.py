@@ -10,8 +10,10 @@ facts. Customer-facing families end with ``respond``; back-office work orders
 from __future__ import annotations
 
 import random
+import re
 from datetime import datetime, timedelta
-from typing import Any
+from decimal import Decimal
+from typing import Any, Literal
 
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import Check, Fact, SetupOp, Task, TaskFamily, ToolCall
@@ -19,6 +21,7 @@ from mirrorworld.errors import TaskError
 from mirrorworld.worlds.helpdesk.data import TICKET_TEMPLATES
 from mirrorworld.worlds.helpdesk.rules import (
     APPROVAL_THRESHOLD_CENTS,
+    CATEGORIES,
     CATEGORY_ROUTING,
     EPOCH,
     QUEUES,
@@ -129,6 +132,15 @@ def _order_line_candidates(image: Image, where: str, params: tuple[Any, ...] = (
     )
 
 
+def _other_line_amounts(image: Image, order_id: int, line_id: int) -> tuple[str, ...]:
+    """The amounts of the order's other lines: the wrong answers to "how much was refunded"."""
+    rows = image.query(
+        "SELECT DISTINCT unit_price_cents * quantity FROM order_lines WHERE order_id=? AND id<>? ORDER BY 1",
+        (order_id, line_id),
+    )
+    return tuple(_money(r[0]) for r in rows)
+
+
 WITHIN_WINDOW = "datetime(o.delivered_at, '+' || (p.return_window_days - 1) || ' days') > datetime(?)"
 PAST_WINDOW = "datetime(o.delivered_at, '+' || (p.return_window_days + 2) || ' days') < datetime(?)"
 
@@ -200,7 +212,7 @@ class _RefundFamily(TaskFamily):
             scope=(("ticket", tid), ("order", order_id), ("customer", customer_id)),
             targets=(("order", order_id),),
             checks=tuple(checks),
-            facts=(Fact("refund amount", amount, "money"),),
+            facts=(Fact("refund amount", amount, "money", _other_line_amounts(image, order_id, line_id)),),
             customer_id=customer_id,
             hidden={"line_id": line_id, "reason": reason},
         )
@@ -268,7 +280,15 @@ class DenyRefund(TaskFamily):
                     {"table": "refunds", "where": {"order_id": order_id}, "max": refunds},
                 ),
             ),
-            facts=(Fact("return window (days)", str(window), "number"), Fact("delivery date", day, "date")),
+            facts=(
+                Fact(
+                    "return window (days)",
+                    str(window),
+                    "number",
+                    tuple(sorted({str(w) for w, _ in CATEGORIES.values()} - {str(window)}, key=int)),
+                ),
+                Fact("delivery date", day, "date"),
+            ),
             customer_id=customer_id,
             hidden={"line_id": line_id},
         )
@@ -412,15 +432,8 @@ class SlaEscalation(TaskFamily):
             category=category,
             channel=rng.choice(("email", "web")),
         )
-        days = "two days" if hours > 36 else "yesterday"
-        text = (
-            (
-                f"I opened ticket #{tid} {'about ' + subject.lower().rstrip('?')} {days} ago and nobody has "
-                f"answered. What is going on?"
-            )
-            if hours > 36
-            else (f"I opened ticket #{tid} ({subject.rstrip('?')}) yesterday and still have no answer. Can you check?")
-        )
+        when = "two days ago" if hours > 36 else "yesterday"
+        text = f"I opened ticket #{tid} ({subject.rstrip('?')}) {when} and nobody has answered yet. What is going on?"
         return Task(
             world=WORLD,
             family=self.name,
@@ -620,13 +633,22 @@ KB_QUESTIONS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+def _kb_figures(image: Image) -> list[tuple[str, str, str, str, str]]:
+    """Every figure the KB questions can ask for: (prefix, question, pattern, kind, value)."""
+    out = []
+    for prefix, question, pattern, kind in KB_QUESTIONS:
+        for (body,) in image.query("SELECT body FROM articles WHERE title LIKE ? ORDER BY id", (prefix + "%",)):
+            m = re.search(pattern, body)
+            if m is not None:
+                out.append((prefix, question, pattern, kind, m.group(1)))
+    return out
+
+
 class KnowledgeAnswer(TaskFamily):
     name = "kb_answer"
     description = "Answer a policy question with the exact figure from the knowledge base."
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
-        import re
-
         prefix, question, pattern, kind = rng.choice(KB_QUESTIONS)
         rows = image.query("SELECT id, title, body FROM articles WHERE title LIKE ? ORDER BY id", (prefix + "%",))
         article_id, _title, body = _pick(rng, rows, self.name)
@@ -634,6 +656,11 @@ class KnowledgeAnswer(TaskFamily):
         if m is None:
             raise TaskError(f"{self.name}: article {article_id} does not state the fact for {question!r}")
         value = m.group(1)
+        sentence = next(s for s in body.split(". ") if m.group(0) in s).rstrip(".")
+        fact_kind: Literal["money", "number"] = "money" if kind == "money" else "number"
+        distractors = sorted(
+            {v for _p, _q, _pat, k, v in _kb_figures(image) if k == kind} - {value}, key=lambda v: Decimal(v)
+        )
         customers = [r[0] for r in image.query("SELECT id FROM customers ORDER BY id")]
         customer = _customer(image, rng.choice(customers))
         tid, mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
@@ -645,12 +672,12 @@ class KnowledgeAnswer(TaskFamily):
             setup=tuple(_ticket_ops(tid, mid, customer, subject="Question", body=question)),
             gold=(
                 ToolCall("get_article", {"article_id": article_id}),
-                ToolCall("respond", {"message": f"According to our help center: {body}"}),
+                ToolCall("respond", {"message": f"According to our help center: {sentence}."}),
             ),
             scope=(("ticket", tid), ("customer", customer["id"])),
             targets=(),
             checks=(),
-            facts=(Fact("answer", value, "money" if kind == "money" else "number"),),
+            facts=(Fact("answer", value, fact_kind, tuple(distractors)),),
             customer_id=customer["id"],
             hidden={"article_id": article_id},
         )

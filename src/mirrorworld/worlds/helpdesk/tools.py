@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mirrorworld.core.session import TIME_FORMAT, ToolContext
-from mirrorworld.core.tools import ToolSpec, tool
+from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.helpdesk.rules import (
     APPROVAL_THRESHOLD_CENTS,
@@ -21,6 +21,15 @@ from mirrorworld.worlds.helpdesk.rules import (
     TIER_FLOOR,
     priority_rank,
 )
+
+CustomerId = Annotated[int, Ref("customers")]
+OrderId = Annotated[int, Ref("orders")]
+LineId = Annotated[int, Ref("order_lines")]
+TicketId = Annotated[int, Ref("tickets")]
+ArticleId = Annotated[int, Ref("articles")]
+AgentId = Annotated[int, Ref("agents")]
+ApprovalId = Annotated[int, Ref("approvals")]
+Prose = Annotated[str, FREE_TEXT]
 
 Priority = Literal["low", "normal", "high", "urgent"]
 Queue = Literal["general", "billing", "shipping", "technical", "account", "escalations"]
@@ -111,7 +120,7 @@ def _tags(text: str) -> list[str]:
 
 
 def _window_end(delivered_at: str, days: int) -> str:
-    return (datetime.strptime(delivered_at, TIME_FORMAT) + timedelta(days=days)).strftime(TIME_FORMAT)
+    return (datetime.fromisoformat(delivered_at) + timedelta(days=days)).strftime(TIME_FORMAT)
 
 
 # -- read tools --------------------------------------------------------------
@@ -140,7 +149,7 @@ def search_customers(ctx: ToolContext, query: str) -> dict[str, Any]:
 
 
 @tool("read")
-def get_customer(ctx: ToolContext, customer_id: int) -> dict[str, Any]:
+def get_customer(ctx: ToolContext, customer_id: CustomerId) -> dict[str, Any]:
     """Open a customer's profile: contact details, address and tier.
 
     Args:
@@ -152,7 +161,7 @@ def get_customer(ctx: ToolContext, customer_id: int) -> dict[str, Any]:
 
 
 @tool("read")
-def list_orders(ctx: ToolContext, customer_id: int) -> dict[str, Any]:
+def list_orders(ctx: ToolContext, customer_id: CustomerId) -> dict[str, Any]:
     """List a customer's orders, newest first.
 
     Args:
@@ -170,7 +179,7 @@ def list_orders(ctx: ToolContext, customer_id: int) -> dict[str, Any]:
 
 
 @tool("read")
-def get_order(ctx: ToolContext, order_id: int) -> dict[str, Any]:
+def get_order(ctx: ToolContext, order_id: OrderId) -> dict[str, Any]:
     """Open an order with its lines, refunds and each line's return window.
 
     Args:
@@ -206,7 +215,7 @@ def get_order(ctx: ToolContext, order_id: int) -> dict[str, Any]:
 @tool("read")
 def search_tickets(
     ctx: ToolContext,
-    customer_id: int | None = None,
+    customer_id: CustomerId | None = None,
     status: Literal["new", "open", "pending", "solved", "closed"] | None = None,
     query: str | None = None,
 ) -> dict[str, Any]:
@@ -240,7 +249,7 @@ def search_tickets(
 
 
 @tool("read")
-def get_ticket(ctx: ToolContext, ticket_id: int) -> dict[str, Any]:
+def get_ticket(ctx: ToolContext, ticket_id: TicketId) -> dict[str, Any]:
     """Open a ticket with its full message thread (public replies and internal notes).
 
     Args:
@@ -280,7 +289,7 @@ def search_articles(ctx: ToolContext, query: str) -> dict[str, Any]:
 
 
 @tool("read")
-def get_article(ctx: ToolContext, article_id: int) -> dict[str, Any]:
+def get_article(ctx: ToolContext, article_id: ArticleId) -> dict[str, Any]:
     """Read one knowledge-base article.
 
     Args:
@@ -303,7 +312,7 @@ def list_teams(ctx: ToolContext) -> dict[str, Any]:
 
 
 @tool("write")
-def reply_ticket(ctx: ToolContext, ticket_id: int, body: str, public: bool = True) -> dict[str, Any]:
+def reply_ticket(ctx: ToolContext, ticket_id: TicketId, body: Prose, public: bool = True) -> dict[str, Any]:
     """Add a message to a ticket: a public reply the customer sees, or an internal note.
 
     Args:
@@ -320,7 +329,7 @@ def reply_ticket(ctx: ToolContext, ticket_id: int, body: str, public: bool = Tru
 
 
 @tool("write")
-def set_priority(ctx: ToolContext, ticket_id: int, priority: Priority) -> dict[str, Any]:
+def set_priority(ctx: ToolContext, ticket_id: TicketId, priority: Priority) -> dict[str, Any]:
     """Set a ticket's priority (never below the customer's tier floor).
 
     Args:
@@ -341,7 +350,7 @@ def set_priority(ctx: ToolContext, ticket_id: int, priority: Priority) -> dict[s
 
 
 @tool("write")
-def set_status(ctx: ToolContext, ticket_id: int, status: Literal["open", "pending", "solved"]) -> dict[str, Any]:
+def set_status(ctx: ToolContext, ticket_id: TicketId, status: Literal["open", "pending", "solved"]) -> dict[str, Any]:
     """Set a ticket's status to open, pending (waiting on the customer) or solved.
 
     Args:
@@ -369,7 +378,9 @@ def _require_public_reply(ctx: ToolContext, ticket_id: int) -> None:
 
 
 @tool("write")
-def assign_ticket(ctx: ToolContext, ticket_id: int, team: Queue, agent_id: int | None = None) -> dict[str, Any]:
+def assign_ticket(
+    ctx: ToolContext, ticket_id: TicketId, team: Queue, agent_id: AgentId | None = None
+) -> dict[str, Any]:
     """Route a ticket to a team's queue, optionally to one agent of that team.
 
     Args:
@@ -390,7 +401,7 @@ def assign_ticket(ctx: ToolContext, ticket_id: int, team: Queue, agent_id: int |
 
 
 @tool("write")
-def add_tags(ctx: ToolContext, ticket_id: int, tags: list[str]) -> dict[str, Any]:
+def add_tags(ctx: ToolContext, ticket_id: TicketId, tags: list[str]) -> dict[str, Any]:
     """Add tags to a ticket (lowercase words; existing tags are kept).
 
     Args:
@@ -410,7 +421,7 @@ def add_tags(ctx: ToolContext, ticket_id: int, tags: list[str]) -> dict[str, Any
 
 
 @tool("write")
-def escalate_ticket(ctx: ToolContext, ticket_id: int, reason: str) -> dict[str, Any]:
+def escalate_ticket(ctx: ToolContext, ticket_id: TicketId, reason: Prose) -> dict[str, Any]:
     """Escalate a ticket to the tier-2 Escalations team with an internal note giving the reason.
 
     Args:
@@ -437,7 +448,7 @@ def escalate_ticket(ctx: ToolContext, ticket_id: int, reason: str) -> dict[str, 
 
 
 @tool("write")
-def merge_tickets(ctx: ToolContext, source_ticket_id: int, target_ticket_id: int) -> dict[str, Any]:
+def merge_tickets(ctx: ToolContext, source_ticket_id: TicketId, target_ticket_id: TicketId) -> dict[str, Any]:
     """Merge a duplicate ticket into another: the source is closed and points to the target.
 
     Args:
@@ -466,7 +477,7 @@ def merge_tickets(ctx: ToolContext, source_ticket_id: int, target_ticket_id: int
 
 
 @tool("write")
-def request_approval(ctx: ToolContext, order_id: int, amount: Decimal, reason: RefundReason) -> dict[str, Any]:
+def request_approval(ctx: ToolContext, order_id: OrderId, amount: Decimal, reason: RefundReason) -> dict[str, Any]:
     """Ask the duty supervisor to approve a refund; the decision comes back at once.
 
     Args:
@@ -497,12 +508,12 @@ def request_approval(ctx: ToolContext, order_id: int, amount: Decimal, reason: R
 @tool("write")
 def issue_refund(
     ctx: ToolContext,
-    order_id: int,
-    line_id: int,
+    order_id: OrderId,
+    line_id: LineId,
     amount: Decimal,
     reason: RefundReason,
-    approval_id: int | None = None,
-    policy_override: str | None = None,
+    approval_id: ApprovalId | None = None,
+    policy_override: Prose | None = None,
 ) -> dict[str, Any]:
     """Refund money on one line of a delivered order to the original payment method.
 
@@ -585,7 +596,7 @@ def issue_refund(
 
 @tool("write")
 def cancel_order(
-    ctx: ToolContext, order_id: int, reason: Literal["customer_request", "duplicate_order", "fraud_suspected"]
+    ctx: ToolContext, order_id: OrderId, reason: Literal["customer_request", "duplicate_order", "fraud_suspected"]
 ) -> dict[str, Any]:
     """Cancel an order that has not shipped yet; the full total is refunded automatically.
 
@@ -611,7 +622,7 @@ def cancel_order(
 
 
 @tool("write")
-def verify_identity(ctx: ToolContext, customer_id: int, zip_code: str, phone_last4: str) -> dict[str, Any]:
+def verify_identity(ctx: ToolContext, customer_id: CustomerId, zip_code: str, phone_last4: str) -> dict[str, Any]:
     """Check a customer's identity against the zip code and phone number on file.
 
     Args:
@@ -634,7 +645,7 @@ def verify_identity(ctx: ToolContext, customer_id: int, zip_code: str, phone_las
 @tool("write")
 def update_customer(
     ctx: ToolContext,
-    customer_id: int,
+    customer_id: CustomerId,
     email: str | None = None,
     phone: str | None = None,
     address: str | None = None,
@@ -686,7 +697,7 @@ def update_customer(
 
 
 @tool("write")
-def close_ticket(ctx: ToolContext, ticket_id: int) -> dict[str, Any]:
+def close_ticket(ctx: ToolContext, ticket_id: TicketId) -> dict[str, Any]:
     """Close a ticket for good (needs a public agent reply; closed tickets are read-only).
 
     Args:
@@ -699,7 +710,7 @@ def close_ticket(ctx: ToolContext, ticket_id: int) -> dict[str, Any]:
 
 
 @tool("terminal")
-def respond(ctx: ToolContext, message: str) -> dict[str, Any]:
+def respond(ctx: ToolContext, message: Prose) -> dict[str, Any]:
     """Send the final message to the customer and end the contact.
 
     Args:

@@ -86,7 +86,25 @@ class HelpdeskWorld(World):
                 lines = db.execute(
                     "SELECT id, refunded_cents FROM order_lines WHERE order_id=? ORDER BY id", (ident,)
                 ).fetchall()
-                view[key] = {"status": row[0], "refunded": {str(i): c for i, c in lines}} if row else None
+                refunds = db.execute(
+                    "SELECT COALESCE(order_line_id, 0), amount_cents, reason FROM refunds WHERE order_id=? "
+                    "ORDER BY 1, 2, 3",
+                    (ident,),
+                ).fetchall()
+                approvals = db.execute(
+                    "SELECT DISTINCT amount_cents, reason, status FROM approvals WHERE order_id=? ORDER BY 1, 2, 3",
+                    (ident,),
+                ).fetchall()
+                view[key] = (
+                    {
+                        "status": row[0],
+                        "refunded": {str(i): c for i, c in lines},
+                        "refunds": [list(r) for r in refunds],
+                        "approvals": [list(a) for a in approvals],
+                    }
+                    if row
+                    else None
+                )
             elif kind == "customer":
                 cols = ("email", "phone", "address", "city", "zip", "tier")
                 row = db.execute(f"SELECT {', '.join(cols)} FROM customers WHERE id=?", (ident,)).fetchone()
