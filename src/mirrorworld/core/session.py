@@ -128,6 +128,17 @@ class RowChange:
         return {c: (before.get(c), after.get(c)) for c in cols if before.get(c) != after.get(c)}
 
 
+_COLUMN_NAMES: dict[str, tuple[str, ...]] = {}
+
+
+def _columns(sql: str, cur: sqlite3.Cursor) -> tuple[str, ...]:
+    """The result column names of ``sql`` (the statements come from world code, so the cache is bounded)."""
+    cols = _COLUMN_NAMES.get(sql)
+    if cols is None:
+        cols = _COLUMN_NAMES[sql] = tuple(d[0] for d in cur.description)
+    return cols
+
+
 class ToolContext:
     """What a tool function sees: the session's database and its bookkeeping.
 
@@ -149,12 +160,12 @@ class ToolContext:
         row = cur.fetchone()
         if row is None:
             return None
-        return dict(zip([d[0] for d in cur.description], row, strict=True))
+        return dict(zip(_columns(sql, cur), row))
 
     def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         cur = self.db.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+        cols = _columns(sql, cur)
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.db.execute(sql, params)
@@ -458,4 +469,7 @@ def _parse_args(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
 
 
 def _jsonable(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in kwargs.items()}
+    for v in kwargs.values():
+        if isinstance(v, Decimal):
+            return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in kwargs.items()}
+    return kwargs

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, ClassVar, Literal, SupportsFloat
+from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -69,7 +69,7 @@ def _ascii(text: str) -> str:
 class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     """A mirror world as a Gymnasium environment. See the module docstring."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012 - Gymnasium declares it so
 
     def __init__(
         self,
@@ -229,6 +229,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             "view": _ascii(s.view),
             "records": ",".join(s.viewed),
             "last_result": last_result,
+            # Fresh arrays every time: callers keep observations (Gymnasium's checker insists).
             "tool_mask": (self._none if s.done else self._all).copy(),
             "step": np.array(min(s.steps, self.max_steps), dtype=np.int64),
         }
