@@ -314,6 +314,8 @@ def _check_read_tools(world: World, task: Task) -> None:
         return
     pool: dict[str, list[Any]] = {}
     for call in task.gold:
+        if not isinstance(call.args, dict):
+            continue
         for name, value in call.args.items():
             if value not in pool.setdefault(name, []):
                 pool[name].append(value)
@@ -344,8 +346,10 @@ def _probe_reads(s: Session, reads: list[ToolSpec], task: Task, pool: dict[str, 
 def _read_args(spec: ToolSpec, task: Task, pool: dict[str, list[Any]]) -> Iterator[tuple[Any, bool]]:
     """(arguments, whether the call must be refused) to try on a read tool."""
     yield None, any(p.required for p in spec.params)
+    names = {p.name for p in spec.params}
     for call in task.gold:  # the gold calls' own arguments, as they are
-        yield dict(call.args), any(k not in {p.name for p in spec.params} for k in call.args)
+        if isinstance(call.args, dict):
+            yield dict(call.args), any(k not in names for k in call.args)
     matched = {p.name: pool[p.name] for p in spec.params if p.name in pool}
     if matched:
         for i in range(min(_MAX_GOLD_CALLS_PER_TOOL, max(len(v) for v in matched.values()))):

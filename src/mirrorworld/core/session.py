@@ -160,12 +160,12 @@ class ToolContext:
         row = cur.fetchone()
         if row is None:
             return None
-        return dict(zip(_columns(sql, cur), row))
+        return dict(zip(_columns(sql, cur), row, strict=False))
 
     def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         cur = self.db.execute(sql, params)
         cols = _columns(sql, cur)
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+        return [dict(zip(cols, r, strict=False)) for r in cur.fetchall()]
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.db.execute(sql, params)

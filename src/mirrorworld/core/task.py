@@ -68,10 +68,14 @@ def split_seed(split: Split, index: int) -> int:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One call of a tool by name with JSON-compatible arguments."""
+    """One call of a tool by name with JSON-compatible arguments.
+
+    ``args`` is normally a dict; a string is raw argument text as an agent
+    sent it (it may be malformed, which is how audits replay bad calls).
+    """
 
     tool: str
-    args: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, Any] | str = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

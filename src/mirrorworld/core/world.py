@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mirrorworld.core.store import Image
-from mirrorworld.core.task import EntityRef, Split, Task, TaskFamily, split_seed
+from mirrorworld.core.task import EntityRef, Split, Task, TaskFamily, ToolCall, split_seed
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.errors import RegistryError, TaskError, WorldError
 
 if TYPE_CHECKING:
     from mirrorworld.core.session import Session
 
-__all__ = ["GoldOutcome", "Rule", "World"]
+__all__ = ["AuditHooks", "GoldOutcome", "Rule", "World"]
 
 _CORE_DIR = Path(__file__).resolve().parent
 _VERIFY_DIR = _CORE_DIR.parent / "verify"
@@ -46,6 +46,34 @@ class Rule:
     id: str
     description: str
     hard: bool = True
+
+
+class AuditHooks:
+    """What a world tells the verifier audit beyond its tool declarations.
+
+    Every method has a safe default; a world overrides what it can. The audit
+    itself never names a world, a tool or a family: it asks these hooks.
+    """
+
+    def undo(self, session: Session, call: ToolCall) -> list[ToolCall] | None:
+        """Calls that undo ``call``, planned on the state *before* it runs (None: no undo)."""
+        return None
+
+    def alternative_solutions(self, task: Task) -> list[tuple[str, list[ToolCall]]]:
+        """Other valid paths to the gold end state, by name; each must pass."""
+        return []
+
+    def policy_mutants(self, task: Task) -> list[tuple[str, list[ToolCall]]]:
+        """Policy-violating variants of the gold that reach the same end state; each must fail."""
+        return []
+
+    def escalate_only(self, task: Task) -> list[ToolCall]:
+        """What a transfer/escalate-only agent does on this task (it must score 0)."""
+        return []
+
+    def claim_patterns(self) -> dict[str, tuple[str, ...]]:
+        """Regexes of success claims in a final message, with the tools that would back them."""
+        return {}
 
 
 @dataclass
@@ -128,6 +156,16 @@ class World(ABC):
     def guards(self, session: Session) -> list[Any]:
         """Post-hoc policy checks over a finished episode (``Violation`` list)."""
         return []
+
+    hidden_columns: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Columns no observation may ever show, by table (audited by probes)."""
+
+    volatile_columns: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Bookkeeping columns (timestamps) that say when, not what: audits ignore them."""
+
+    def audit_hooks(self) -> AuditHooks:
+        """World knowledge the verifier audit uses (undo, alternative paths...)."""
+        return AuditHooks()
 
     @property
     def policy(self) -> str:
@@ -270,6 +308,11 @@ class World(ABC):
         if len(self._gold) > 4096:
             self._gold.popitem(last=False)
         return outcome
+
+    def outcome_view_for(self, task: Task) -> dict[str, Any]:
+        """The outcome view of a task's targets in its initial state."""
+        with self.session(task) as s:
+            return self.outcome_view(s.db, task.targets)
 
     def tool_index(self, name: str) -> int:
         try:

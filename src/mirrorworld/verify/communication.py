@@ -38,6 +38,7 @@ _MONTHS = {
     )
     for m in names
 }
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _US = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})")
@@ -90,7 +91,9 @@ def _states(text: str, kind: str, value: str) -> bool:
         return Decimal(value).normalize() in numbers_in(text, ids=kind == "id")
     if kind == "date":
         return datetime.strptime(value[:10], "%Y-%m-%d").date() in dates_in(text)
-    return _squash(value) in _squash(text)
+    if kind == "email":
+        return value.casefold() in {e.casefold().rstrip(".") for e in _EMAIL.findall(text)}
+    return re.search(r"(?<!\w)" + re.escape(_squash(value)) + r"(?!\w)", _squash(text)) is not None
 
 
 def mentions(text: str, fact: Fact) -> bool:

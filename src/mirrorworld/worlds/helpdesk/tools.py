@@ -571,15 +571,14 @@ def issue_refund(
         )
     window_end = _window_end(order["delivered_at"], line["return_window_days"])
     override = policy_override.strip() if policy_override else None
-    if ctx.now() > window_end:
-        if not override:
-            raise ToolError(
-                "policy_refused",
-                f"the {line['return_window_days']}-day return window for {line['category']} ended {window_end[:10]}",
-                rule="refund_window",
-            )
-        if approval is None:
-            ctx.violation("refund_override", f"override used without approval on order {order_id}")
+    if ctx.now() > window_end and not override:
+        raise ToolError(
+            "policy_refused",
+            f"the {line['return_window_days']}-day return window for {line['category']} ended {window_end[:10]}",
+            rule="refund_window",
+        )
+    if override and approval is None:
+        ctx.violation("refund_override", f"override used without an approval on order {order_id}")
     cur = ctx.execute(
         "INSERT INTO refunds (order_id, order_line_id, amount_cents, reason, approval_id, override_reason, "
         "created_at) VALUES (?,?,?,?,?,?,?)",

@@ -11,8 +11,9 @@ from typing import Any
 from mirrorworld.core.session import Session, Violation
 from mirrorworld.core.task import EntityRef, TaskFamily
 from mirrorworld.core.tools import ToolSpec
-from mirrorworld.core.world import Rule, World
+from mirrorworld.core.world import AuditHooks, Rule, World
 from mirrorworld.worlds.helpdesk import data, guards
+from mirrorworld.worlds.helpdesk.audit import HelpdeskAudit
 from mirrorworld.worlds.helpdesk.rules import EPOCH, RULES
 from mirrorworld.worlds.helpdesk.tasks import FAMILIES
 from mirrorworld.worlds.helpdesk.tools import TOOLS
@@ -113,5 +114,17 @@ class HelpdeskWorld(World):
                 raise ValueError(f"helpdesk has no outcome view for {kind}")
         return view
 
+    hidden_columns = {"customers": ("security_pin", "risk_score")}  # noqa: RUF012 - read-only by convention
+    volatile_columns = {  # noqa: RUF012 - read-only by convention
+        "tickets": ("updated_at",),
+        "ticket_messages": ("created_at",),
+        "refunds": ("created_at",),
+        "approvals": ("created_at",),
+        "identity_checks": ("created_at",),
+    }
+
     def guards(self, session: Session) -> list[Violation]:
         return guards.disclosed(session)
+
+    def audit_hooks(self) -> AuditHooks:
+        return HelpdeskAudit(self)
