@@ -4,7 +4,7 @@ A world (``mirrorworld/Helpdesk-v0``) is a seeded SQLite replica of an
 enterprise system with typed tools, business rules, a written policy and task
 families. Step it directly through a :class:`Session`, or through the
 Gymnasium environment registered on import; grade episodes with
-:func:`verify`.
+:func:`grade`.
 """
 
 from mirrorworld.core.session import Event, Session, ToolResult
@@ -20,7 +20,8 @@ from mirrorworld.errors import (
     WorldError,
 )
 from mirrorworld.registry import Registry, default
-from mirrorworld.verify import Verdict, Verifier, verify
+from mirrorworld.verify import Verdict, Verifier
+from mirrorworld.verify import verify as grade
 
 __version__ = "0.1.0"
 
@@ -48,7 +49,7 @@ __all__ = [
     "__version__",
     "make_world",
     "tool",
-    "verify",
+    "grade",
 ]
 
 

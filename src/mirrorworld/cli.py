@@ -27,7 +27,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"mirrorworld: error: {message} (see --help)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+    handlers: dict[str, Any] = dict(COMMANDS)
     p = _Parser(prog="mirrorworld", description="Mirror worlds for training and evaluating tool-using agents.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -65,11 +66,15 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("worlds", help="list the registered worlds")
 
+    from mirrorworld.audit.cli import register as register_audit
+
+    handlers.update(register_audit(sub))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     b.add_argument("--world", default="helpdesk")
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="a few seconds instead of a minute")
-    return p
+    return p, handlers
 
 
 def _console(stderr: bool = False) -> Any:
@@ -354,9 +359,10 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser, handlers = _parser()
+    args = parser.parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        return int(handlers[args.command](args))
     except MirrorworldError as err:
         print(f"mirrorworld: error: {err}", file=sys.stderr)
         return 1

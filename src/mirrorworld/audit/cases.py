@@ -272,14 +272,14 @@ def _replace_fact(message: str, fact: Fact, wrong: str) -> str:
 
 
 def _outside(world: World, task: Task, call: ToolCall) -> bool:
-    """Whether every record ``call`` names exists in the pristine image and lies outside the task's scope."""
-    scope = set(task.scope)
+    """Whether every record ``call`` names exists in the pristine image and has an id no scope entity has.
+
+    Deliberately independent of ``World.owner`` (the mapping under audit): a
+    record whose id matches any scope id is skipped, however it is owned.
+    """
+    scope = _scope_ids(world, task)
     for table, pk in _refs(world, call):
-        rows = world.image.query(f"SELECT * FROM {table} WHERE rowid=?", (pk,))
-        if not rows:
-            return False
-        owner = world.owner(table, dict(zip(world.image.columns[table], rows[0], strict=True)))
-        if owner is None or owner in scope:
+        if pk in scope or not world.image.query(f"SELECT 1 FROM {table} WHERE rowid=?", (pk,)):
             return False
     return True
 
@@ -309,22 +309,24 @@ def collateral_candidates(world: World, task: Task, rng: random.Random) -> list[
 
 
 def find_collateral(world: World, task: Task, rng: random.Random) -> ToolCall | None:
-    """The first candidate that, after the gold's writes, succeeds and changes a record outside the scope."""
+    """The first candidate that, after the gold's writes, succeeds and changes rows the gold leaves alone.
+
+    Candidates name only records outside the scope (by id); whether the
+    verifier then sees the change as collateral is what the audit tests, so
+    this search does not consult the world's ownership mapping.
+    """
     body, _final = _split(world, task)
-    scope = set(task.scope)
     for candidate in collateral_candidates(world, task, rng)[:60]:
+        if not _outside(world, task, candidate):
+            continue
         with world.session(task) as s:
             for call in body:
                 s.call(call.tool, call.args)
             before = {(c.table, c.pk) for c in s.changes()}
             if not s.call(candidate.tool, candidate.args).ok:
                 continue
-            for change in s.changes():
-                if (change.table, change.pk) in before:
-                    continue
-                owner = world.owner(change.table, change.after or change.before or {})
-                if owner is not None and owner not in scope:
-                    return candidate
+            if any((c.table, c.pk) not in before and c.table != "sim_clock" for c in s.changes()):
+                return candidate
     return None
 
 

@@ -90,15 +90,15 @@ class RunFile:
             self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
     def add(self, record: EpisodeRecord) -> None:
+        """Append an episode; the run file numbers episodes in the order they are added."""
+        record.index = len(self)
         row = []
         for name in _COLUMNS:
             value = getattr(record, name)
             row.append(json.dumps(value, default=str) if name in _JSON_FIELDS else value)
-        marks = ",".join("?" * len(_COLUMNS))
+        cols = ",".join(_COLUMNS).replace("index", "idx")
         with self._conn:
-            self._conn.execute(
-                f"INSERT INTO episodes ({','.join(_COLUMNS).replace('index', 'idx')}) VALUES ({marks})", row
-            )
+            self._conn.execute(f"INSERT INTO episodes ({cols}) VALUES ({','.join('?' * len(_COLUMNS))})", row)
 
     def _record(self, row: tuple[Any, ...]) -> EpisodeRecord:
         values = dict(zip(_COLUMNS, row, strict=True))

@@ -132,7 +132,6 @@ class StateResponse(BaseModel):
     truncated: bool
     done: bool
     total_reward: float
-    idle_s: float
 
 
 class VerdictResponse(BaseModel):

@@ -1,0 +1,114 @@
+"""The ``audit-verifiers`` and ``audit-run`` commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mirrorworld.errors import MirrorworldError
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> dict[str, Any]:
+    """Add the audit commands to an argparse subparsers object; return their handlers."""
+    a = sub.add_parser("audit-verifiers", help="prove a world's verifiers right: mutants, null agents, probes")
+    a.add_argument("--world", default="helpdesk")
+    a.add_argument("--seeds", type=int, default=20, help="tasks per family (the full audit uses 200)")
+    a.add_argument("--families", default=None, help="comma-separated task families (default: all)")
+    a.add_argument("--json", action="store_true")
+    a.add_argument("--html", default=None, metavar="FILE", help="also write a self-contained HTML report")
+    a.add_argument("--no-probes", action="store_true")
+    a.add_argument("--no-cross-process", action="store_true")
+    r = sub.add_parser("audit-run", help="flag reward-hacking patterns in a recorded run (run file or OpenAI JSONL)")
+    r.add_argument("run")
+    r.add_argument("--world", default=None, help="world of a JSONL file (run files name their own)")
+    r.add_argument("--json", action="store_true")
+    return {"audit-verifiers": cmd_audit_verifiers, "audit-run": cmd_audit_run}
+
+
+def cmd_audit_verifiers(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from mirrorworld.audit.report import audit_html, print_audit
+    from mirrorworld.audit.verifiers import audit_verifiers
+    from mirrorworld.registry import default
+
+    if args.seeds < 1:
+        raise MirrorworldError("--seeds must be at least 1")
+    world = default.get(args.world)
+    families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=args.json and not sys.stderr.isatty(),
+    ) as bar:
+        job = bar.add_task(f"auditing {world.id}", total=None)
+        report = audit_verifiers(
+            world,
+            seeds=args.seeds,
+            families=families,
+            probes=not args.no_probes,
+            cross_process=not args.no_cross_process,
+            progress=lambda done, total: bar.update(job, completed=done, total=total),
+        )
+    data = report.to_dict()
+    if args.html:
+        Path(args.html).write_text(audit_html(data), encoding="utf-8")
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print_audit(data)
+        if args.html:
+            print(f"HTML report written to {args.html}")
+    return 0 if data["meets_bars"] else 1
+
+
+def cmd_audit_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from mirrorworld.audit.runlog import audit_run
+    from mirrorworld.registry import default
+
+    path = Path(args.run)
+    name = args.world
+    if name is None:
+        if path.suffix in (".jsonl", ".json"):
+            raise MirrorworldError("a JSONL file needs --world")
+        from mirrorworld.run.trajectories import RunFile
+
+        with RunFile.open(path) as run:
+            name = str(run.meta.get("world", "")).removeprefix("mirrorworld/").split("-v")[0].lower()
+    result = audit_run(path, default.get(name))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    con = Console(highlight=False)
+    t = Table(title=f"reward-hacking flags in {path} ({result['episodes']} episodes)")
+    for col in ("#", "task", "verifier", "rule", "evidence", "steps"):
+        t.add_column(col)
+    for ep in result["episodes_flagged"]:
+        for flag in ep["flags"]:
+            t.add_row(
+                str(ep["index"]),
+                ep["task"],
+                "passed" if ep["passed"] else "failed",
+                flag["rule"],
+                flag["evidence"],
+                ",".join(map(str, flag["steps"])),
+            )
+    con.print(t)
+    con.print(
+        f"{result['flagged']} of {result['episodes']} episodes flagged, "
+        f"{result['flagged_but_passed']} of them passed by the verifier; by rule: {result['by_rule']}"
+    )
+    return 0

@@ -1,0 +1,625 @@
+"""The ASGI application: sessions over HTTP JSON and WebSocket.
+
+:func:`create_app` builds a FastAPI app around a
+:class:`~mirrorworld.server.sessions.SessionManager`. Routes (all JSON;
+request errors are ``{"error": {code, message}}`` with a 4xx/5xx status):
+
+=========================================  ==========================================
+``GET /health``                            liveness and load (open without a token)
+``GET /v1/worlds``, ``/v1/worlds/{w}``     served worlds; one world's tools and policy
+``POST /v1/sessions``                      create a session (201, ``SessionInfo``)
+``GET /v1/sessions/{id}``                  the session and its episode
+``POST /v1/sessions/{id}/reset``           a new episode in the same session
+``POST /v1/sessions/{id}/step``            one tool call (``StepResponse``)
+``GET /v1/sessions/{id}/state``            state hash, step count, done flags
+``POST /v1/sessions/{id}/verdict``         end the episode and grade it
+``POST /v1/sessions/{id}/fork``            a new session continuing from this state (201)
+``DELETE /v1/sessions/{id}``               close
+``/v1/sessions/{id}/mcp``                  the session's tools as an MCP server (streamable HTTP)
+``WS /v1/ws``                              all of the above, multiplexed, for low latency
+``/health /schema /metadata /reset``       the OpenEnv protocol
+``/step /state /mcp``, ``WS /ws``          (see :mod:`mirrorworld.server.openenv`)
+=========================================  ==========================================
+
+The WebSocket protocol of ``/v1/ws``: each text message is a JSON object
+``{"op": OP, "id": ANY, ...}`` with ``OP`` one of ``create`` (fields of
+``CreateRequest``), ``reset`` (``session_id`` + ``ResetRequest``), ``step``
+(``session_id``, ``tool``, ``args``), ``state``, ``verdict``, ``fork``,
+``close``, ``info`` (``session_id``) and ``ping``. Each gets exactly one reply,
+in order: ``{"id": ID, "data": {...}}`` — the same body the HTTP route returns —
+or ``{"id": ID, "error": {code, message}}``. Sessions created over a
+connection are closed when it closes.
+
+Operational behaviour lives in :class:`Gate`, a plain ASGI middleware (no
+per-request task or copy): bearer auth, the body-size limit and one access-log
+line per HTTP request (and one per WebSocket connection, with its message
+count, when it closes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request, WebSocket
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.websockets import WebSocketDisconnect
+
+from mirrorworld.errors import MirrorworldError
+from mirrorworld.registry import Registry
+from mirrorworld.server.config import ServerConfig
+from mirrorworld.server.models import (
+    CreateRequest,
+    ErrorResponse,
+    ResetRequest,
+    SessionInfo,
+    StateResponse,
+    StepRequest,
+    StepResponse,
+    VerdictResponse,
+)
+from mirrorworld.server.sessions import ApiError, SessionManager
+
+__all__ = ["API_VERSION", "Gate", "create_app", "json_response", "parse_json"]
+
+API_VERSION = "1.0.0"
+"""Version of the wire protocol (the OpenAPI ``info.version``)."""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+log = logging.getLogger("mirrorworld.server")
+access = logging.getLogger("mirrorworld.server.access")
+
+_JSON = "application/json"
+_OPEN_PATHS = frozenset({"/health"})
+_MCP_PATH = re.compile(r"^/v1/sessions/([^/]+)/mcp/?$")
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    """A JSON response encoded with orjson (``orjson.Fragment`` values are spliced in as they are)."""
+    return Response(orjson.dumps(body), status_code=status, media_type=_JSON)
+
+
+def error_response(err: ApiError) -> Response:
+    headers = {"Retry-After": str(max(1, round(err.extra["retry_after_s"])))} if "retry_after_s" in err.extra else None
+    return Response(orjson.dumps(err.body()), status_code=err.status, media_type=_JSON, headers=headers)
+
+
+def parse_json(body: bytes | str, *, empty_ok: bool = True) -> Any:
+    """The JSON value of a body (``{}`` for an empty one), or ``400 invalid_json``."""
+    if empty_ok and (not body or not body.strip()):
+        return {}
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise ApiError(400, "invalid_json", "the body is not valid JSON") from None
+
+
+def step_args(obj: Any) -> tuple[str, Any]:
+    """``(tool, args)`` from a step body, checked against :class:`StepRequest`."""
+    if not isinstance(obj, dict):
+        raise ApiError(400, "invalid_request", "the body must be a JSON object")
+    tool = obj.get("tool")
+    if not isinstance(tool, str):
+        raise ApiError(400, "invalid_request", "tool: a string is required")
+    if len(tool) > 200:
+        raise ApiError(400, "invalid_request", "tool: at most 200 characters")
+    args = obj.get("args")
+    if args is not None and not isinstance(args, (dict, str)):
+        raise ApiError(400, "invalid_request", "args: an object, a JSON string or null is required")
+    if len(obj) > 2 or (len(obj) == 2 and "args" not in obj):
+        extra = sorted(set(obj) - {"tool", "args"})
+        raise ApiError(400, "invalid_request", f"{extra[0]}: unknown field")
+    return tool, args
+
+
+def client_of(scope: Scope) -> str:
+    """The client key of a connection: the peer's address."""
+    peer = scope.get("client")
+    return str(peer[0]) if peer else "unknown"
+
+
+def _body_schema(model: type[Any]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {_JSON: {"schema": model.model_json_schema()}},
+        }
+    }
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": text}
+    for status, text in (
+        (400, "Malformed request"),
+        (401, "Missing or wrong bearer token"),
+        (404, "Unknown session, world or task"),
+        (410, "Session closed or expired"),
+        (413, "Body too large"),
+        (429, "Rate or session limit"),
+        (503, "Session capacity reached"),
+    )
+}
+
+
+# -- the gate ------------------------------------------------------------------------
+
+
+class Gate:
+    """Auth, body-size limit and access log around an ASGI app (see the module docstring).
+
+    ``mcp`` handles ``/v1/sessions/{id}/mcp`` when the MCP SDK is installed.
+    """
+
+    def __init__(self, app: ASGIApp, config: ServerConfig, mcp: ASGIApp | None = None) -> None:
+        self.app = app
+        self.config = config
+        self.mcp = mcp
+        self._expected = f"Bearer {config.token}".encode() if config.token else None
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self._expected is None or scope.get("path") in _OPEN_PATHS:
+            return True
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                return hmac.compare_digest(value, self._expected)
+        return False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "websocket":
+            if not self._authorized(scope):
+                access.info("%s WS %s 403 unauthorized", client_of(scope), scope.get("path"))
+                await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+                return
+            await self.app(scope, receive, send)
+            return
+        if kind != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+        sent = 0
+
+        async def send_logged(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self._http(scope, receive, send_logged)
+        finally:
+            if self.config.access_log and access.isEnabledFor(logging.INFO):
+                access.info(
+                    "%s %s %s %d %dB %.2fms",
+                    client_of(scope),
+                    scope.get("method"),
+                    scope.get("path"),
+                    status,
+                    sent,
+                    (time.perf_counter() - started) * 1000,
+                )
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._authorized(scope):
+            await _send_error(
+                send, ApiError(401, "unauthorized", "a valid 'Authorization: Bearer <token>' is required")
+            )
+            return
+        limit = self.config.max_body_bytes
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _send_error(send, ApiError(400, "invalid_request", "bad Content-Length"))
+                    return
+                if declared > limit:
+                    await _send_error(send, ApiError(413, "payload_too_large", f"the body is over {limit} bytes"))
+                    return
+        received = 0
+        too_large = False
+
+        async def receive_limited() -> Message:
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    too_large = True
+                    raise _TooLarge
+            return message
+
+        app = self.app
+        if self.mcp is not None and _MCP_PATH.match(scope.get("path", "")):
+            app = self.mcp
+        response_started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await app(scope, receive_limited, send_tracked)
+        except _TooLarge:
+            if not response_started:
+                await _send_error(send, ApiError(413, "payload_too_large", f"the body is over {limit} bytes"))
+        except Exception:
+            if too_large and not response_started:
+                await _send_error(send, ApiError(413, "payload_too_large", f"the body is over {limit} bytes"))
+                return
+            raise
+
+
+class _TooLarge(Exception):
+    """Raised from ``receive`` when a streamed body passes the limit."""
+
+
+async def _send_error(send: Send, err: ApiError) -> None:
+    body = orjson.dumps(err.body())
+    await send(
+        {
+            "type": "http.response.start",
+            "status": err.status,
+            "headers": [(b"content-type", _JSON.encode()), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+# -- the app -------------------------------------------------------------------------
+
+
+def create_app(
+    config: ServerConfig | None = None,
+    registry: Registry | None = None,
+    *,
+    manager: SessionManager | None = None,
+) -> Gate:
+    """The server's ASGI app (a :class:`Gate` around FastAPI); ``app.manager`` holds the sessions.
+
+    ``config`` is checked first (see :meth:`ServerConfig.checked`). The app
+    builds the served worlds at startup, evicts idle sessions while it runs
+    and closes every session at shutdown.
+    """
+    config = (config or ServerConfig()).checked()
+    manager = manager or SessionManager(config, registry)
+    mcp_app, mcp_lifespan = _mcp_parts(manager)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        manager.warm()
+        sweeper = asyncio.create_task(_sweep(manager))
+        try:
+            async with mcp_lifespan():
+                log.info(
+                    "serving %s: %d session limit, idle timeout %gs, auth %s",
+                    ", ".join(manager.world_names),
+                    config.max_sessions,
+                    config.idle_timeout_s,
+                    "on" if config.token else "off",
+                )
+                yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            closed = manager.close_all()
+            log.info("shut down: closed %d sessions", closed)
+
+    app = FastAPI(
+        title="mirrorworld session server",
+        version=API_VERSION,
+        description="Isolated sessions of mirror worlds over HTTP, WebSocket, MCP and the OpenEnv protocol.",
+        lifespan=lifespan,
+    )
+    app.state.manager = manager
+    _add_error_handlers(app)
+    _add_routes(app, manager)
+
+    from mirrorworld.server.openenv import add_openenv_routes
+
+    add_openenv_routes(app, manager)
+    gate = Gate(app, config, mcp_app)
+    gate.manager = manager  # type: ignore[attr-defined]
+    return gate
+
+
+def _mcp_parts(
+    manager: SessionManager,
+) -> tuple[ASGIApp | None, Callable[[], contextlib.AbstractAsyncContextManager[Any]]]:
+    try:
+        from mirrorworld.server.mcp import session_mcp_app
+    except ImportError:
+        return None, contextlib.nullcontext
+    return session_mcp_app(manager)
+
+
+async def _sweep(manager: SessionManager) -> None:
+    period = min(max(manager.config.idle_timeout_s / 4, 0.05), 5.0)
+    while True:
+        await asyncio.sleep(period)
+        try:
+            manager.evict_idle()
+        except Exception:  # a bug here must not stop eviction for good
+            log.exception("idle eviction failed")
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    async def on_api_error(_: Request, err: Exception) -> Response:
+        assert isinstance(err, ApiError)
+        return error_response(err)
+
+    async def on_http_error(_: Request, err: Exception) -> Response:
+        assert isinstance(err, StarletteHTTPException)
+        code = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code, "http_error")
+        return error_response(ApiError(err.status_code, code, str(err.detail)))
+
+    async def on_validation_error(_: Request, err: Exception) -> Response:
+        assert isinstance(err, RequestValidationError)
+        first = err.errors()[0] if err.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return error_response(ApiError(400, "invalid_request", f"{where}: {first.get('msg', 'invalid')}"))
+
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+
+
+def guarded(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """Turn ``ApiError`` into its response and any other exception into a logged ``500``."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ApiError as err:
+            return error_response(err)
+        except Exception as err:
+            log.exception("internal error on %s %s", request.method, request.url.path)
+            kind = "a world, task or verifier failed" if isinstance(err, MirrorworldError) else "a server bug"
+            return error_response(ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
+
+    endpoint.__name__ = handler.__name__
+    endpoint.__doc__ = handler.__doc__
+    return endpoint
+
+
+def _add_routes(app: FastAPI, manager: SessionManager) -> None:
+    def route(
+        method: str,
+        path: str,
+        *,
+        body: type[Any] | None = None,
+        model: type[Any] | None = None,
+        status: int = 200,
+        summary: str,
+    ) -> Callable[[Callable[[Request], Awaitable[Response]]], None]:
+        def register(handler: Callable[[Request], Awaitable[Response]]) -> None:
+            responses: dict[int | str, dict[str, Any]] = dict(_ERRORS)
+            if model is not None:
+                responses[status] = {"model": model, "description": "OK"}
+            app.add_api_route(
+                path,
+                guarded(handler),
+                methods=[method],
+                summary=summary,
+                status_code=status,
+                responses=responses,
+                openapi_extra=_body_schema(body) if body is not None else None,
+                tags=["sessions" if path.startswith("/v1/sessions") else "server"],
+            )
+
+        return register
+
+    @route("GET", "/health", summary="Liveness and load")
+    async def health(request: Request) -> Response:
+        return json_response({"status": "healthy", **manager.stats()})
+
+    @route("GET", "/v1/worlds", summary="The worlds this server serves")
+    async def worlds(request: Request) -> Response:
+        out = []
+        for name in manager.world_names:
+            w = manager.world(name)
+            out.append(
+                {
+                    "name": w.name,
+                    "id": w.id,
+                    "hash": w.content_hash,
+                    "tools": list(w.tool_names),
+                    "families": [f.name for f in w.families],
+                }
+            )
+        return json_response({"worlds": out})
+
+    @route("GET", "/v1/worlds/{world}", summary="A world's tools (OpenAI format), task families and policy")
+    async def world_detail(request: Request) -> Response:
+        w = manager.world(request.path_params["world"])
+        return json_response(
+            {
+                "name": w.name,
+                "id": w.id,
+                "hash": w.content_hash,
+                "tools": [t.openai_schema() for t in w.tools],
+                "families": [{"name": f.name, "description": f.description} for f in w.families],
+                "policy": w.policy,
+            }
+        )
+
+    @route("POST", "/v1/sessions", body=CreateRequest, model=SessionInfo, status=201, summary="Create a session")
+    async def create(request: Request) -> Response:
+        live = manager.create(parse_json(await request.body()), client_of(request.scope))
+        return json_response(live.info(), 201)
+
+    @route("GET", "/v1/sessions/{session_id}", model=SessionInfo, summary="A session and its episode")
+    async def info(request: Request) -> Response:
+        return json_response(manager.get(request.path_params["session_id"]).info())
+
+    @route(
+        "POST", "/v1/sessions/{session_id}/reset", body=ResetRequest, model=SessionInfo, summary="Start a new episode"
+    )
+    async def reset(request: Request) -> Response:
+        live = manager.reset(request.path_params["session_id"], parse_json(await request.body()))
+        return json_response(live.info())
+
+    @route("POST", "/v1/sessions/{session_id}/step", body=StepRequest, model=StepResponse, summary="One tool call")
+    async def step(request: Request) -> Response:
+        tool, args = step_args(parse_json(await request.body(), empty_ok=False))
+        out = manager.step(request.path_params["session_id"], tool, args, client_of(request.scope))
+        return json_response(out)
+
+    @route("GET", "/v1/sessions/{session_id}/state", model=StateResponse, summary="State hash and progress")
+    async def state(request: Request) -> Response:
+        return json_response(manager.state(request.path_params["session_id"]))
+
+    @route("POST", "/v1/sessions/{session_id}/verdict", model=VerdictResponse, summary="End and grade the episode")
+    async def verdict(request: Request) -> Response:
+        return json_response(manager.verdict(request.path_params["session_id"]))
+
+    @route(
+        "POST", "/v1/sessions/{session_id}/fork", model=SessionInfo, status=201, summary="Copy a session mid-episode"
+    )
+    async def fork(request: Request) -> Response:
+        live = manager.fork(request.path_params["session_id"], client_of(request.scope))
+        return json_response(live.info(), 201)
+
+    @route("DELETE", "/v1/sessions/{session_id}", summary="Close a session")
+    async def close(request: Request) -> Response:
+        sid = request.path_params["session_id"]
+        manager.close(sid)
+        return json_response({"session_id": sid, "closed": True})
+
+    @route("GET", "/v1/stats", summary="Counters")
+    async def stats(request: Request) -> Response:
+        return json_response(manager.stats())
+
+    @app.websocket("/v1/ws")
+    async def ws(websocket: WebSocket) -> None:
+        await serve_ws(websocket, manager)
+
+
+# -- the multiplexed WebSocket protocol ------------------------------------------------
+
+
+def ws_handle(manager: SessionManager, raw: str | bytes, client: str, owned: set[str]) -> bytes:
+    """The reply to one ``/v1/ws`` message (see the module docstring)."""
+    rid: Any = None
+    try:
+        if len(raw) > manager.config.max_body_bytes:
+            raise ApiError(413, "payload_too_large", f"the message is over {manager.config.max_body_bytes} bytes")
+        msg = parse_json(raw, empty_ok=False)
+        if not isinstance(msg, dict):
+            raise ApiError(400, "invalid_request", "a message must be a JSON object")
+        rid = _request_id(msg.pop("id", None))
+        op = msg.pop("op", None)
+        if op == "step":
+            sid = msg.pop("session_id", None)
+            tool, args = step_args(msg)
+            data: Any = manager.step(_sid(sid), tool, args, client)
+        elif op == "create":
+            live = manager.create(msg, client)
+            owned.add(live.id)
+            data = live.info()
+        elif op == "ping":
+            data = {"pong": True}
+        else:
+            sid = _sid(msg.pop("session_id", None))
+            if op == "reset":
+                data = manager.reset(sid, msg).info()
+            elif msg:
+                raise ApiError(400, "invalid_request", f"{sorted(msg)[0]}: unknown field")
+            elif op == "state":
+                data = manager.state(sid)
+            elif op == "verdict":
+                data = manager.verdict(sid)
+            elif op == "info":
+                data = manager.get(sid).info()
+            elif op == "fork":
+                live = manager.fork(sid, client)
+                owned.add(live.id)
+                data = live.info()
+            elif op == "close":
+                manager.close(sid)
+                owned.discard(sid)
+                data = {"session_id": sid, "closed": True}
+            else:
+                raise ApiError(400, "invalid_request", f"unknown op {str(op)[:40]!r}")
+        return orjson.dumps({"id": rid, "data": data})
+    except ApiError as err:
+        return _ws_error(rid, err)
+    except Exception as err:
+        log.exception("internal error on a WebSocket message")
+        kind = "a world, task or verifier failed" if isinstance(err, MirrorworldError) else "a server bug"
+        return _ws_error(rid, ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
+
+
+def _ws_error(rid: Any, err: ApiError) -> bytes:
+    try:
+        return orjson.dumps({"id": rid, **err.body()})
+    except TypeError:  # an id orjson cannot encode (a huge integer)
+        return orjson.dumps({"id": None, **err.body()})
+
+
+def _request_id(value: Any) -> Any:
+    if value is None or (isinstance(value, str) and len(value) <= 200):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**53:
+        return value
+    raise ApiError(400, "invalid_request", "id: a string (at most 200 characters) or an integer is required")
+
+
+def _sid(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ApiError(400, "invalid_request", "session_id: a string is required")
+    return value
+
+
+async def serve_ws(websocket: WebSocket, manager: SessionManager) -> None:
+    """Run one ``/v1/ws`` connection until it closes; close the sessions it created."""
+    await websocket.accept()
+    client = client_of(websocket.scope)
+    owned: set[str] = set()
+    started = time.perf_counter()
+    count = 0
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            raw = message.get("text")
+            if raw is None:
+                raw = message.get("bytes") or b""
+            count += 1
+            await websocket.send_text(ws_handle(manager, raw, client, owned).decode())
+    except WebSocketDisconnect:
+        pass
+    finally:
+        for sid in owned:
+            if sid in manager:
+                manager.close(sid, "its WebSocket connection closed")
+        if manager.config.access_log:
+            access.info(
+                "%s WS %s %d messages %.2fs", client, websocket.scope.get("path"), count, time.perf_counter() - started
+            )
