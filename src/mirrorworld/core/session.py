@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from mirrorworld.core.store import RowKey, connect_image, encode_row
+from mirrorworld.core.store import RowKey, encode_row
 from mirrorworld.core.tools import ToolKind, ToolSpec
 from mirrorworld.errors import SessionClosedError, ToolError, WorldError
 
@@ -357,7 +357,8 @@ class Session:
         """A canonical hash of the whole state, equal for equal states.
 
         Computed from the pristine image's digest and the rows that differ from
-        it, so a write followed by its undo hashes like no write at all.
+        it: a row written and then restored counts as unchanged. (The simulated
+        clock is state too, and every committed write advances it.)
         """
         self._check_open()
         h = hashlib.sha256(self.image.digest.encode())
@@ -401,12 +402,29 @@ class Session:
         )
 
     def fork(self) -> Session:
-        """An independent copy of this session, mid-episode, events included."""
+        """An independent copy of this session, mid-episode, events included.
+
+        The copy starts from a pristine connection of the image and replays the
+        parent's touched rows (a deserialised image would show only committed
+        pages, and an episode never commits).
+        """
         self._check_open()
-        conn = connect_image(self._conn.serialize())
-        conn.execute("BEGIN")
+        conn = self.image.acquire()
+        try:
+            conn.execute("PRAGMA defer_foreign_keys=ON")
+            for table, pk in self.touched():
+                row = self._row((table, pk))
+                if row is None:
+                    conn.execute(f"DELETE FROM {table} WHERE rowid=?", (pk,))
+                else:
+                    cols = self.image.columns[table]
+                    conn.execute(
+                        f"INSERT OR REPLACE INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", row
+                    )
+        except BaseException:
+            self.image.release(conn, reusable=False)
+            raise
         twin = Session(self.world, self.image, self.task, _conn=conn)
-        twin._reusable = False
         twin.events = list(self.events)
         twin.steps = self.steps
         twin.done = self.done

@@ -143,7 +143,12 @@ class _Bad(Exception):
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    """A short, safe rendering of agent input for an error message (never recursive)."""
+    if isinstance(value, (dict, list, tuple, set)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    if isinstance(value, str):
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = repr(value) if isinstance(value, (str, int, float, bool, type(None), Decimal)) else type(value).__name__
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -166,6 +171,10 @@ def _coerce_int(value: Any) -> int:
 def _coerce_decimal(value: Any) -> Decimal:
     if isinstance(value, bool):
         raise _Bad("expected a number, got a boolean")
+    if isinstance(value, Decimal):
+        if not value.is_finite() or abs(value) >= Decimal(10) ** 12:
+            raise _Bad("expected a finite number in range")
+        return value
     if isinstance(value, int):
         value = str(value)
     elif isinstance(value, float):
@@ -185,12 +194,20 @@ def _coerce_decimal(value: Any) -> Decimal:
     raise _Bad(f"expected a number, got {_show(value)}")
 
 
+def _valid_text(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Bad("string is not valid Unicode text (lone surrogate)") from None
+    return value
+
+
 def _coerce_str(value: Any) -> str:
     if not isinstance(value, str):
         raise _Bad(f"expected a string, got {type(value).__name__}")
     if len(value) > MAX_STRING:
         raise _Bad(f"string longer than {MAX_STRING} characters")
-    return value
+    return _valid_text(value)
 
 
 def _coerce_bool(value: Any) -> bool:
@@ -223,7 +240,7 @@ def _coerce_str_list(value: Any) -> list[str]:
     for item in value:
         if not isinstance(item, str) or len(item) > 200:
             raise _Bad("expected a list of strings of at most 200 characters")
-        out.append(item)
+        out.append(_valid_text(item))
     return out
 
 
@@ -282,16 +299,13 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     desc: list[str] = []
     params: dict[str, str] = {}
     current: str | None = None
-    in_args = False
+    section = ""  # "" is the description; sections are "Args:", "Returns:", "Raises:" ...
     for line in lines:
         stripped = line.strip()
-        if stripped in ("Args:", "Arguments:"):
-            in_args = True
+        if re.fullmatch(r"[A-Z][A-Za-z ]*:", stripped) and not line.startswith(" "):
+            section = stripped
             continue
-        if in_args:
-            if stripped.endswith(":") and " " not in stripped and not line.startswith(" "):
-                in_args = False  # another section starts
-                continue
+        if section in ("Args:", "Arguments:"):
             m = re.match(r"^\s+(\w+)\s*(?:\([^)]*\))?:\s*(.*)$", line)
             if m:
                 current = m.group(1)
@@ -299,7 +313,8 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
             elif current and stripped:
                 params[current] += " " + stripped
             continue
-        desc.append(line)
+        if not section:
+            desc.append(line)
     return " ".join(" ".join(desc).split()), params
 
 

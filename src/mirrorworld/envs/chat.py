@@ -48,10 +48,14 @@ class ChatEnv:
         self.split: Split = split
         self.families = tuple(families) if families else None
         self.max_steps = max_steps
-        terminals = [t.name for t in self.world.tools if t.kind == "terminal"]
+        terminals = [t for t in self.world.tools if t.kind == "terminal"]
         if len(terminals) != 1:
             raise WorldError(f"world {self.world.name} needs exactly one terminal tool")
-        self.terminal = terminals[0]
+        self.terminal = terminals[0].name
+        texts = [p.name for p in terminals[0].params if p.required and p.schema.get("type") == "string"]
+        if len(texts) != 1:
+            raise WorldError(f"the terminal tool {self.terminal} needs exactly one required string parameter")
+        self._terminal_param = texts[0]
         self.tools: list[dict[str, Any]] = [t.openai_schema() for t in self.world.tools]
         self.messages: list[dict[str, Any]] = []
         self.episode: Episode | None = None
@@ -84,16 +88,18 @@ class ChatEnv:
         if ep.over:
             raise MirrorworldError("the episode is over; call reset()")
         if not isinstance(message, dict):
-            message = {"role": "assistant", "content": str(message)}
+            message = {"role": "assistant", "content": message if isinstance(message, str) else None}
         calls = message.get("tool_calls") or []
-        content = message.get("content")
+        if not isinstance(calls, list):
+            calls = [calls]  # one malformed call: it gets an error tool message
+        content = _text(message.get("content"))
         record: dict[str, Any] = {"role": "assistant", "content": content if isinstance(content, str) else None}
         if isinstance(calls, list) and calls:
             record["tool_calls"] = calls
         self.messages.append(record)
         if not isinstance(calls, list) or not calls:
             if isinstance(content, str) and content.strip():
-                ep.call(self.terminal, {"message": content})
+                ep.call(self.terminal, {self._terminal_param: content})
             ep.finish()
             return []
         replies = []
@@ -120,6 +126,16 @@ class ChatEnv:
         if self.episode is not None:
             self.episode.close()
             self.episode = None
+
+
+def _text(content: Any) -> str | None:
+    """Message content as text: a string, or OpenAI's list of content parts joined."""
+    if isinstance(content, str) or content is None:
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "\n".join(parts) if parts else None
+    return None
 
 
 def _unpack(call: Any, index: int) -> tuple[str, str, Any]:

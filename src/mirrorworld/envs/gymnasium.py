@@ -181,8 +181,10 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             name = raw
         elif isinstance(raw, (int, np.integer)) and 0 <= int(raw) < len(self.tool_names):
             name = self.tool_names[int(raw)]
+        elif isinstance(raw, (int, np.integer)):
+            name = f"#{int(raw)}"
         else:
-            name = f"#{raw!r}"[:60]
+            name = f"<{type(raw).__name__}>"
         if not isinstance(args, (str, dict)) and args is not None:
             args = "\x00"  # not JSON: the session answers with invalid_json
         result, shaping = ep.call(name, args)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import re
 import time
@@ -67,9 +68,9 @@ from mirrorworld.server.models import (
     StepResponse,
     VerdictResponse,
 )
-from mirrorworld.server.sessions import ApiError, SessionManager
+from mirrorworld.server.sessions import ApiError, RawJSON, SessionManager
 
-__all__ = ["API_VERSION", "Gate", "create_app", "json_response", "parse_json"]
+__all__ = ["API_VERSION", "Gate", "create_app", "dumps", "json_response", "parse_json"]
 
 API_VERSION = "1.0.0"
 """Version of the wire protocol (the OpenAPI ``info.version``)."""
@@ -86,28 +87,66 @@ access = logging.getLogger("mirrorworld.server.access")
 _JSON = "application/json"
 _OPEN_PATHS = frozenset({"/health"})
 _MCP_PATH = re.compile(r"^/v1/sessions/([^/]+)/mcp/?$")
+_STEP_PATH = re.compile(r"^/v1/sessions/([^/]+)/step$")
 
 
 # -- helpers -------------------------------------------------------------------------
 
 
+def _orjson_default(value: Any) -> Any:
+    if isinstance(value, RawJSON):
+        return orjson.Fragment(value.text)
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def _stdlib_default(value: Any) -> Any:
+    if isinstance(value, RawJSON):
+        return json.loads(value.text)
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def dumps(obj: Any) -> bytes:
+    """JSON bytes of ``obj`` (:class:`RawJSON` values spliced in as they are).
+
+    orjson first; the standard library for what orjson refuses (strings that
+    hold lone surrogates, which an agent can write into a record).
+    """
+    try:
+        return orjson.dumps(obj, default=_orjson_default)
+    except TypeError:
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), default=_stdlib_default).encode()
+
+
 def json_response(body: Any, status: int = 200) -> Response:
-    """A JSON response encoded with orjson (``orjson.Fragment`` values are spliced in as they are)."""
-    return Response(orjson.dumps(body), status_code=status, media_type=_JSON)
+    """A JSON response (see :func:`dumps`)."""
+    return Response(dumps(body), status_code=status, media_type=_JSON)
 
 
 def error_response(err: ApiError) -> Response:
     headers = {"Retry-After": str(max(1, round(err.extra["retry_after_s"])))} if "retry_after_s" in err.extra else None
-    return Response(orjson.dumps(err.body()), status_code=err.status, media_type=_JSON, headers=headers)
+    return Response(dumps(err.body()), status_code=err.status, media_type=_JSON, headers=headers)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)
 
 
 def parse_json(body: bytes | str, *, empty_ok: bool = True) -> Any:
-    """The JSON value of a body (``{}`` for an empty one), or ``400 invalid_json``."""
+    """The JSON value of a body (``{}`` for an empty one), or ``400 invalid_json``.
+
+    orjson first; what it refuses is tried with the standard library, which
+    accepts the escaped lone surrogates that ``Session.call`` accepts too (but
+    not ``NaN`` or ``Infinity``, which are not JSON).
+    """
     if empty_ok and (not body or not body.strip()):
         return {}
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
         raise ApiError(400, "invalid_json", "the body is not valid JSON") from None
 
 
@@ -165,12 +204,23 @@ class Gate:
     """Auth, body-size limit and access log around an ASGI app (see the module docstring).
 
     ``mcp`` handles ``/v1/sessions/{id}/mcp`` when the MCP SDK is installed.
+    With a ``manager``, ``POST /v1/sessions/{id}/step`` — the hot path — is
+    answered here directly, without the framework's routing and middleware
+    stack; it behaves exactly as the documented FastAPI route (same helpers,
+    same responses), which serves it when the app is used without the gate.
     """
 
-    def __init__(self, app: ASGIApp, config: ServerConfig, mcp: ASGIApp | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        config: ServerConfig,
+        mcp: ASGIApp | None = None,
+        manager: SessionManager | None = None,
+    ) -> None:
         self.app = app
         self.config = config
         self.mcp = mcp
+        self.manager = manager
         self._expected = f"Bearer {config.token}".encode() if config.token else None
 
     def _authorized(self, scope: Scope) -> bool:
@@ -246,11 +296,17 @@ class Gate:
                 received += len(message.get("body", b""))
                 if received > limit:
                     too_large = True
-                    raise _TooLarge
+                    raise _TooLarge(limit)
             return message
 
+        path = scope.get("path", "")
+        if self.manager is not None and scope.get("method") == "POST":
+            match = _STEP_PATH.match(path)
+            if match is not None:
+                await self._step(match.group(1), scope, receive, send)
+                return
         app = self.app
-        if self.mcp is not None and _MCP_PATH.match(scope.get("path", "")):
+        if self.mcp is not None and _MCP_PATH.match(path):
             app = self.mcp
         response_started = False
 
@@ -271,20 +327,57 @@ class Gate:
                 return
             raise
 
+    async def _step(self, sid: str, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.manager is not None
+        limit = self.config.max_body_bytes
+        chunks = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await _send_error(send, ApiError(413, "payload_too_large", f"the body is over {limit} bytes"))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        try:
+            tool, args = step_args(parse_json(b"".join(chunks), empty_ok=False))
+            body = dumps(self.manager.step(sid, tool, args, client_of(scope)))
+        except ApiError as err:
+            await _send_error(send, err)
+            return
+        except Exception as err:
+            log.exception("internal error on POST %s", scope.get("path"))
+            kind = "a world, task or verifier failed" if isinstance(err, MirrorworldError) else "a server bug"
+            await _send_error(send, ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
-class _TooLarge(Exception):
-    """Raised from ``receive`` when a streamed body passes the limit."""
+
+class _TooLarge(ApiError):
+    """Raised from ``receive`` when a streamed body passes the limit (a ``413`` wherever it is caught)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, "payload_too_large", f"the body is over {limit} bytes")
 
 
 async def _send_error(send: Send, err: ApiError) -> None:
-    body = orjson.dumps(err.body())
-    await send(
-        {
-            "type": "http.response.start",
-            "status": err.status,
-            "headers": [(b"content-type", _JSON.encode()), (b"content-length", str(len(body)).encode())],
-        }
-    )
+    body = dumps(err.body())
+    headers = [(b"content-type", _JSON.encode()), (b"content-length", str(len(body)).encode())]
+    if "retry_after_s" in err.extra:
+        headers.append((b"retry-after", str(max(1, round(err.extra["retry_after_s"]))).encode()))
+    await send({"type": "http.response.start", "status": err.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -341,7 +434,7 @@ def create_app(
     from mirrorworld.server.openenv import add_openenv_routes
 
     add_openenv_routes(app, manager)
-    gate = Gate(app, config, mcp_app)
+    gate = Gate(app, config, mcp_app, manager)
     gate.manager = manager  # type: ignore[attr-defined]
     return gate
 
@@ -566,7 +659,7 @@ def ws_handle(manager: SessionManager, raw: str | bytes, client: str, owned: set
                 data = {"session_id": sid, "closed": True}
             else:
                 raise ApiError(400, "invalid_request", f"unknown op {str(op)[:40]!r}")
-        return orjson.dumps({"id": rid, "data": data})
+        return dumps({"id": rid, "data": data})
     except ApiError as err:
         return _ws_error(rid, err)
     except Exception as err:
@@ -576,10 +669,7 @@ def ws_handle(manager: SessionManager, raw: str | bytes, client: str, owned: set
 
 
 def _ws_error(rid: Any, err: ApiError) -> bytes:
-    try:
-        return orjson.dumps({"id": rid, **err.body()})
-    except TypeError:  # an id orjson cannot encode (a huge integer)
-        return orjson.dumps({"id": None, **err.body()})
+    return dumps({"id": rid, **err.body(), "status": err.status})
 
 
 def _request_id(value: Any) -> Any:

@@ -60,7 +60,7 @@ class ResetRequest(_Strict):
     families: list[str] | None = Field(
         default=None, max_length=50, description="Families cycled through by `index` (default: all)."
     )
-    max_steps: int = Field(default=30, ge=1, le=100_000, description="Calls after which the episode truncates.")
+    max_steps: int = Field(default=30, ge=1, le=10_000_000, description="Calls after which the episode truncates.")
 
 
 class CreateRequest(ResetRequest):

@@ -29,10 +29,10 @@ tool names. The reward is the same shaped reward as ``MirrorEnv``'s.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-import orjson
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,6 +42,7 @@ from mirrorworld.server.app import (
     API_VERSION,
     access,
     client_of,
+    dumps,
     guarded,
     json_response,
     log,
@@ -49,7 +50,7 @@ from mirrorworld.server.app import (
     step_args,
 )
 from mirrorworld.server.models import CreateRequest, ErrorResponse
-from mirrorworld.server.sessions import ApiError, LiveSession, SessionManager
+from mirrorworld.server.sessions import ApiError, LiveSession, RawJSON, SessionManager
 
 __all__ = ["add_openenv_routes", "jsonrpc", "mcp_tools"]
 
@@ -200,9 +201,9 @@ def mcp_tools(manager: SessionManager, world_name: str | None = None) -> list[di
 
 def mcp_call_result(out: dict[str, Any]) -> dict[str, Any]:
     """A step's result as an MCP ``CallToolResult`` (``isError`` when the call failed)."""
-    frag = out["result"]
-    text = frag.contents.decode() if isinstance(frag, orjson.Fragment) else orjson.dumps(frag).decode()
-    structured = orjson.loads(text)
+    raw = out["result"]
+    text = raw.text if isinstance(raw, RawJSON) else dumps(raw).decode()
+    structured = json.loads(text)
     if not isinstance(structured, dict):
         structured = {"result": structured}
     meta = {"step": out["step"], "done": out["done"], "reward": out["reward"]}
@@ -420,7 +421,7 @@ async def serve_openenv_ws(websocket: WebSocket, manager: SessionManager) -> Non
                     reply = {"type": "mcp", "data": jsonrpc(manager, data, client, sid)}
                 else:
                     raise ApiError(400, "unknown_type", f"unknown message type {str(kind)[:40]!r}")
-                await websocket.send_text(orjson.dumps(reply).decode())
+                await websocket.send_text(dumps(reply).decode())
             except ApiError as err:
                 await websocket.send_text(_ws_error(err))
             except Exception as err:
@@ -440,4 +441,4 @@ async def serve_openenv_ws(websocket: WebSocket, manager: SessionManager) -> Non
 
 def _ws_error(err: ApiError) -> str:
     code = _WS_CODES.get(err.code, "UNKNOWN_TYPE" if err.code == "unknown_type" else "EXECUTION_ERROR")
-    return orjson.dumps({"type": "error", "data": {"message": err.message, "code": code, "error": err.code}}).decode()
+    return dumps({"type": "error", "data": {"message": err.message, "code": code, "error": err.code}}).decode()

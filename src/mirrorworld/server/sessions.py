@@ -34,7 +34,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from mirrorworld.core.session import ToolResult
@@ -47,11 +46,23 @@ from mirrorworld.server.config import ServerConfig
 from mirrorworld.server.models import CreateRequest, ResetRequest
 from mirrorworld.verify.process import ProcessReward
 
-__all__ = ["ApiError", "LiveSession", "SessionManager", "validation_message"]
+__all__ = ["ApiError", "LiveSession", "RawJSON", "SessionManager", "validation_message"]
 
 log = logging.getLogger("mirrorworld.server")
 
 _EPISODE_OVER = {"code": "episode_over", "message": "the episode has ended; reset the session or close it"}
+
+
+class RawJSON:
+    """JSON text to splice into a response as it is (the agent-visible tool result)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"RawJSON({self.text!r})"
 
 
 class ApiError(MirrorworldError):
@@ -315,7 +326,7 @@ class SessionManager:
             )
 
     def step(self, sid: str, tool: Any, args: Any, client: str = "local") -> dict[str, Any]:
-        """Run one tool call in session ``sid``; the step response (``result`` as an ``orjson.Fragment``)."""
+        """Run one tool call in session ``sid``; the step response (``result`` as :class:`RawJSON`)."""
         self.throttle(client)
         live = self.get(sid)
         ep = live.episode
@@ -331,7 +342,7 @@ class SessionManager:
         s = ep.session
         out: dict[str, Any] = {
             "ok": result.ok,
-            "result": orjson.Fragment(result.content()),
+            "result": RawJSON(result.content()),
             "reward": reward,
             "terminated": ep.terminated,
             "truncated": ep.truncated,

@@ -13,6 +13,7 @@ from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 
 from mirrorworld.core.task import Fact
+from mirrorworld.errors import VerifierError
 
 __all__ = ["dates_in", "mentions", "missing_facts", "numbers_in", "stated_distractors"]
 
@@ -88,7 +89,11 @@ def _squash(text: str) -> str:
 
 def _states(text: str, kind: str, value: str) -> bool:
     if kind in ("money", "number", "id"):
-        return Decimal(value).normalize() in numbers_in(text, ids=kind == "id")
+        try:
+            wanted = Decimal(value).normalize()
+        except InvalidOperation:
+            raise VerifierError(f"a {kind} fact has the non-numeric value {value!r}") from None
+        return wanted in numbers_in(text, ids=kind == "id")
     if kind == "date":
         return datetime.strptime(value[:10], "%Y-%m-%d").date() in dates_in(text)
     if kind == "email":
