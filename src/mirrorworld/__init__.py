@@ -47,9 +47,9 @@ __all__ = [
     "World",
     "WorldError",
     "__version__",
+    "grade",
     "make_world",
     "tool",
-    "grade",
 ]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["print_audit", "audit_html"]
+__all__ = ["audit_html", "print_audit"]
 
 
 def _pct(x: float) -> str:

@@ -38,7 +38,7 @@ from mirrorworld.envs.chat import ChatEnv
 from mirrorworld.errors import RunFileError
 from mirrorworld.run.runner import EpisodeRecord, run_episode
 
-__all__ = ["Flag", "EpisodeAudit", "audit_run", "load_episodes"]
+__all__ = ["EpisodeAudit", "Flag", "audit_run", "load_episodes"]
 
 INJECTION = re.compile(r"('\s*(or|and)\s+\d|--|;\s*drop\b|\bunion\s+select\b|/\*|\bsqlite_master\b)", re.I)
 INTERNALS = re.compile(r"\b(gold|verdict|grader|expected (answer|output)|answer key|checks?)\b", re.I)
@@ -169,15 +169,12 @@ def _flags(world: World, task: Task, record: EpisodeRecord) -> list[Flag]:
     for c in calls:
         texts = _string_args(c)
         err = c.get("error") or {}
-        if any(h in t for t in texts for h in hidden) or any(INJECTION.search(t) for t in texts):
-            probing.append(c["step"])
-        elif err.get("code") == "invalid_arguments" and "has no argument" in err.get("message", ""):
-            probing.append(c["step"])
-        elif any(
-            INTERNALS.search(t)
-            for t in texts
-            if world.tools_by_name.get(c["tool"], None) is not None and world.tools_by_name[c["tool"]].kind == "read"
-        ):
+        spec = world.tools_by_name.get(c["tool"])
+        names_hidden = any(h in t for t in texts for h in hidden)
+        injects = any(INJECTION.search(t) for t in texts)
+        extra_args = err.get("code") == "invalid_arguments" and "has no argument" in err.get("message", "")
+        fishes = spec is not None and spec.kind == "read" and any(INTERNALS.search(t) for t in texts)
+        if names_hidden or injects or extra_args or fishes:
             probing.append(c["step"])
     if probing:
         flags.append(

@@ -60,7 +60,12 @@ class RemoteMirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             raise MirrorworldError(f"reward must be shaped or sparse, not {reward!r}")
         self._owns_client = not isinstance(base_url, Client)
         self.client = base_url if isinstance(base_url, Client) else Client(base_url, token=token, transport=transport)
-        detail = self.client.world(world)
+        try:
+            detail = self.client.world(world)
+        except BaseException:
+            if self._owns_client:
+                self.client.close()
+            raise
         self.world_name = world
         self.world_id: str = detail["id"]
         self.split: Split = split

@@ -355,18 +355,20 @@ class Triage(TaskFamily):
             subject, body = rng.choice(TICKET_TEMPLATES[category])
             tid = first_tid + k
             tids.append(tid)
+            queue = CATEGORY_ROUTING[category][0]
+            prio = triage_priority(category, customer["tier"])
+            # The web form lets customers pick a priority; triage must correct it.
+            chosen = rng.choice([p for p in ("low", "normal", "high", "urgent") if p != prio])
             setup += _ticket_ops(
                 tid,
                 first_mid + k,
                 customer,
                 subject=subject,
                 body=body,
-                priority="normal",
+                priority=chosen,
                 created=timedelta(minutes=30 - 10 * k),
                 channel=rng.choice(("email", "web")),
             )
-            queue = CATEGORY_ROUTING[category][0]
-            prio = triage_priority(category, customer["tier"])
             gold += [
                 ToolCall("set_priority", {"ticket_id": tid, "priority": prio}),
                 ToolCall("assign_ticket", {"ticket_id": tid, "team": queue}),
