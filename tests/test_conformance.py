@@ -274,7 +274,7 @@ def _no_gold(task: Task) -> Task:
         pytest.param(_trivial, "does nothing scores above 0", id="noop-passes"),
         pytest.param(_claimable, "claim of success alone .* scores above 0", id="claim-passes"),
         pytest.param(_restless, "not deterministic", id="nondeterministic-task"),
-        pytest.param(_malformed_fact, "verifier raised .*InvalidOperation", id="verifier-crashes"),
+        pytest.param(_malformed_fact, "verifier raised .*non-numeric value", id="verifier-crashes"),
         pytest.param(_unserialisable, "to_dict/JSON/from_dict", id="task-not-serialisable"),
         pytest.param(_no_gold, "no gold solution", id="no-gold"),
     ],

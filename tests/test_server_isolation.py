@@ -74,7 +74,6 @@ async def client(url: str, k: int, per_client: int) -> tuple[int, int]:
     return opened, checks
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_ten_thousand_interleaved_sessions_never_see_each_others_writes() -> None:
     with BackgroundServer(ServerConfig(access_log=False, max_sessions=SESSIONS)) as server:
 
