@@ -198,3 +198,14 @@ def test_audit_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["flagged"] == 2
     assert main(["audit-run", str(tmp_path / "log.jsonl")]) == 1
     assert "needs --world" in capsys.readouterr().err
+
+
+def test_the_audit_works_on_any_registered_world() -> None:
+    """Nothing in the audit names the helpdesk: a tiny world with default hooks is audited the same way."""
+    from tests.conftest import TinyWorld
+
+    report = audit_verifiers(TinyWorld(), seeds=3, cross_process=False)
+    fam = next(iter(report.families.values()))
+    assert fam.tasks == 3 and fam.solved == 3
+    assert sum(v[1] for v in fam.mutants.values()) > 0 and fam.null_passes == 0
+    assert report.probes and all(v[1] > 0 for k, v in report.probes.items() if k != "out_of_scope")
