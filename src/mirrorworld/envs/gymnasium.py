@@ -122,6 +122,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._none = np.zeros(n, dtype=np.int8)
         self._episode: Episode | None = None
         self._obs: dict[str, Any] | None = None
+        self._last_view, self._last_view_text = "", ""
 
     # -- Gymnasium API -------------------------------------------------------
 
@@ -222,13 +223,18 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def episode(self) -> Episode | None:
         return self._episode
 
+    def _view_text(self, view: str) -> str:
+        if view != self._last_view:
+            self._last_view, self._last_view_text = view, _ascii(view)
+        return self._last_view_text
+
     def _observe(self, last_result: str) -> dict[str, Any]:
         ep = self._episode
         assert ep is not None
         s = ep.session
         obs = {
             "instruction": self._instruction,
-            "view": _ascii(s.view),
+            "view": self._view_text(s.view),
             "records": ",".join(s.viewed),
             "last_result": last_result,
             # Fresh arrays every time: callers keep observations (Gymnasium's checker insists).

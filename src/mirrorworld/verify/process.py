@@ -39,10 +39,10 @@ class ProcessReward:
 
     def step(self, *, episode_over: bool) -> float:
         """The shaping term for the calls made since the last ``step``."""
-        events = self.session.events[self._seen_events :]
-        self._seen_events = len(self.session.events)
+        events = self.session.events
+        seen, self._seen_events = self._seen_events, len(events)
         before = self.current
-        if any(e.rows for e in events):
+        if any(events[i].rows for i in range(seen, len(events))):
             self.current = self._phi()
         after = 0.0 if episode_over else self.current
         return after - before
