@@ -119,33 +119,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     }
     runfile = RunFile.create(out, meta)
     started = time.perf_counter()
-    show_progress = (not args.no_progress and not args.json) or (not args.no_progress and sys.stderr.isatty())
+    show_progress = not args.no_progress and (not args.json or sys.stderr.isatty())
     try:
-        if show_progress:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            with Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=_console(stderr=True),
-                transient=True,
-            ) as bar:
-                job = bar.add_task(f"{agent.name} on {world.id}", total=args.episodes * args.trials)
-                records = run_episodes(
-                    world,
-                    agent,
-                    episodes=args.episodes,
-                    split=args.split,
-                    families=families,
-                    start=args.start,
-                    trials=args.trials,
-                    max_steps=args.max_steps,
-                    on_record=runfile.add,
-                    progress=lambda done, total: bar.update(job, completed=done),
-                )
-        else:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=_console(stderr=True),
+            transient=True,
+            disable=not show_progress,
+        ) as bar:
+            job = bar.add_task(f"{agent.name} on {world.id}", total=args.episodes * args.trials)
             records = run_episodes(
                 world,
                 agent,
@@ -156,6 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 trials=args.trials,
                 max_steps=args.max_steps,
                 on_record=runfile.add,
+                progress=lambda done, total: bar.update(job, completed=done),
             )
         summary = summarize(records, seconds=time.perf_counter() - started)
         summary["run_file"] = str(out)

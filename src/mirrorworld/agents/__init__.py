@@ -8,6 +8,7 @@ from mirrorworld.agents.base import Agent, EpisodeContext, assistant, tool_call
 from mirrorworld.agents.openai import OpenAIAgent
 from mirrorworld.agents.replay import ReplayAgent
 from mirrorworld.agents.scripted import (
+    CallListAgent,
     ClaimSuccessAgent,
     NoopAgent,
     OracleAgent,
@@ -20,6 +21,7 @@ from mirrorworld.errors import RegistryError
 __all__ = [
     "AGENTS",
     "Agent",
+    "CallListAgent",
     "ClaimSuccessAgent",
     "EpisodeContext",
     "NoopAgent",

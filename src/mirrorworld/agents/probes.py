@@ -23,7 +23,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from mirrorworld.agents.base import Agent, EpisodeContext, Message, assistant, tool_call
+from mirrorworld.agents.base import EpisodeContext
+from mirrorworld.agents.scripted import CallListAgent
 from mirrorworld.core.task import ToolCall
 from mirrorworld.core.world import World
 
@@ -32,29 +33,16 @@ __all__ = ["PROBES", "Probe", "run_probes"]
 EPS = 1e-9
 
 
-class Probe(Agent):
+class Probe(CallListAgent):
     """A scripted attacker: plays ``plan(context)`` one call per turn."""
 
     name = "probe"
     applicable = True
     """False when the attack cannot be built for this task (it is then not counted)."""
 
-    def plan(self, context: EpisodeContext) -> list[ToolCall]:
-        raise NotImplementedError
-
     def reset(self, context: EpisodeContext) -> None:
-        self.context = context
         self.applicable = True
-        self._calls = self.plan(context)
-        self._i = 0
-
-    def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
-        if self._i >= len(self._calls):
-            return assistant("")
-        call = self._calls[self._i]
-        self._i += 1
-        args = call.args if isinstance(call.args, str) else json.dumps(call.args)
-        return assistant(None, [tool_call(f"call_{self._i}", call.tool, args)])
+        super().reset(context)
 
     def breach(self, record: Any) -> str | None:
         """Evidence that the attack worked, or None."""

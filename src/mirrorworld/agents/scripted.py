@@ -17,8 +17,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from mirrorworld.agents.base import Agent, EpisodeContext, Message, assistant, tool_call
+from mirrorworld.core.task import ToolCall
 
-__all__ = ["ClaimSuccessAgent", "NoopAgent", "OracleAgent", "RandomAgent", "RefuseAgent", "ScriptedAgent"]
+__all__ = [
+    "CallListAgent",
+    "ClaimSuccessAgent",
+    "NoopAgent",
+    "OracleAgent",
+    "RandomAgent",
+    "RefuseAgent",
+    "ScriptedAgent",
+]
 
 REFUSAL = "I'm sorry, but I can't help with that request."
 CLAIM = "All done! I've taken care of everything you asked for and your issue is fully resolved."
@@ -51,13 +60,18 @@ class ClaimSuccessAgent(Agent):
         return assistant(CLAIM)
 
 
-class OracleAgent(Agent):
-    """Replays the gold solution, one tool call per message."""
+class CallListAgent(Agent):
+    """Plays a list of tool calls planned at the start of the episode, one per message, then stops."""
 
-    name = "oracle"
+    name = "calls"
+
+    def plan(self, context: EpisodeContext) -> list[ToolCall]:
+        """The calls to make in this episode."""
+        raise NotImplementedError
 
     def reset(self, context: EpisodeContext) -> None:
-        self._calls = list(context.task.gold)
+        self.context = context
+        self._calls = self.plan(context)
         self._i = 0
 
     def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
@@ -66,6 +80,15 @@ class OracleAgent(Agent):
         call = self._calls[self._i]
         self._i += 1
         return assistant(None, [tool_call(f"call_{self._i}", call.tool, call.args)])
+
+
+class OracleAgent(CallListAgent):
+    """Replays the gold solution, one tool call per message."""
+
+    name = "oracle"
+
+    def plan(self, context: EpisodeContext) -> list[ToolCall]:
+        return list(context.task.gold)
 
 
 class ScriptedAgent(Agent):

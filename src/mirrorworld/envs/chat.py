@@ -133,7 +133,7 @@ def _text(content: Any) -> str | None:
     if isinstance(content, str) or content is None:
         return content
     if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        parts = [str(p["text"]) for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
         return "\n".join(parts) if parts else None
     return None
 

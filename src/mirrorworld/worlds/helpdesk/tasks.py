@@ -53,6 +53,11 @@ def _customer(image: Image, customer_id: int) -> dict[str, Any]:
     return dict(zip(cols, row, strict=True))
 
 
+def _any_customer(image: Image, rng: random.Random) -> dict[str, Any]:
+    """A customer drawn uniformly."""
+    return _customer(image, rng.choice([r[0] for r in image.query("SELECT id FROM customers ORDER BY id")]))
+
+
 def _pick(rng: random.Random, rows: list[tuple[Any, ...]], family: str) -> tuple[Any, ...]:
     if not rows:
         raise TaskError(f"{family}: the world has no candidate records (scale too small?)")
@@ -411,8 +416,7 @@ class SlaEscalation(TaskFamily):
     description = "A customer chases a ticket past its SLA: escalate it, make it urgent, tell them."
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
-        customers = [r[0] for r in image.query("SELECT id FROM customers ORDER BY id")]
-        customer = _customer(image, rng.choice(customers))
+        customer = _any_customer(image, rng)
         category = rng.choice(("shipping", "technical", "returns", "billing"))
         subject, body = rng.choice(TICKET_TEMPLATES[category])
         prio = triage_priority(category, customer["tier"])
@@ -546,8 +550,7 @@ class UpdateEmail(TaskFamily):
     description = "Change a customer's email after verifying their identity."
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
-        customers = [r[0] for r in image.query("SELECT id FROM customers ORDER BY id")]
-        customer = _customer(image, rng.choice(customers))
+        customer = _any_customer(image, rng)
         first, last = customer["name"].lower().split()
         new_email = f"{first[0]}{last}.{rng.randint(10, 9999)}@newmail.example"
         last4 = "".join(ch for ch in customer["phone"] if ch.isdigit())[-4:]
@@ -663,8 +666,7 @@ class KnowledgeAnswer(TaskFamily):
         distractors = sorted(
             {v for _p, _q, _pat, k, v in _kb_figures(image) if k == kind} - {value}, key=lambda v: Decimal(v)
         )
-        customers = [r[0] for r in image.query("SELECT id FROM customers ORDER BY id")]
-        customer = _customer(image, rng.choice(customers))
+        customer = _any_customer(image, rng)
         tid, mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
         return Task(
             world=WORLD,
