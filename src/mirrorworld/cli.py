@@ -162,8 +162,9 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("family", "episodes", "pass rate", "pass^k", "mean reward", "mean steps", "errors"):
-        table.add_column(col, justify="left" if col == "family" else "right")
+    table.add_column("family", no_wrap=True)
+    for col in ("episodes", "pass rate", "pass^k", "reward", "steps", "errors"):
+        table.add_column(col, justify="right")
 
     def row(name: str, b: dict[str, Any], style: str | None = None) -> None:
         table.add_row(

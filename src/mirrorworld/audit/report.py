@@ -21,8 +21,9 @@ def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
     """Print an audit report (``AuditReport.to_dict()``) as tables."""
     con = console or Console(highlight=False)
     t = Table(title=f"verifier audit of {report['world']} ({report['seeds']} seeds per family)")
-    for col in ("family", "tasks", "gold", "nulls", "mutation", "killed (eq.)", "invar.", "determ.", "lint"):
-        t.add_column(col, justify="left" if col == "family" else "right")
+    t.add_column("family", no_wrap=True)
+    for col in ("tasks", "gold", "nulls", "mutation", "killed (eq.)", "invar.", "determ.", "lint"):
+        t.add_column(col, justify="right")
     for name, f in report["families"].items():
         score_style = "green" if f["mutation_score"] >= report["quality_bars"]["mutation_score"] else "red"
         t.add_row(
