@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("websockets")
 
-from mirrorworld import make_world  # noqa: E402
-from mirrorworld.client import (  # noqa: E402
+from mirrorworld import make_world
+from mirrorworld.client import (
     AsyncClient,
     Client,
     RemoteError,
@@ -22,7 +22,7 @@ from mirrorworld.client import (  # noqa: E402
     SessionState,
     StepResult,
 )
-from mirrorworld.server import BackgroundServer, ServerConfig  # noqa: E402
+from mirrorworld.server import BackgroundServer, ServerConfig
 
 TRANSPORTS = ["http", "ws"]
 
@@ -74,16 +74,19 @@ def test_sync_client_plays_an_episode(server: BackgroundServer, transport: Any) 
 def test_results_are_byte_identical_to_local_ones(server: BackgroundServer, transport: Any) -> None:
     world = make_world("helpdesk")
     task = world.task("kb_answer", 2)
-    with Client(server.url, transport=transport) as client, client.create(task_id=task.id) as remote:
-        with world.session(task) as local:
-            for tool, args in AWKWARD:
-                got = remote.step(tool, args)
-                want = local.call(tool, args)
-                assert got.content == want.content(), tool
-                assert got.ok == want.ok
-                if not want.ok:
-                    assert got.error == want.error
-            assert remote.state_hash() == local.state_hash()
+    with (
+        Client(server.url, transport=transport) as client,
+        client.create(task_id=task.id) as remote,
+        world.session(task) as local,
+    ):
+        for tool, args in AWKWARD:
+            got = remote.step(tool, args)
+            want = local.call(tool, args)
+            assert got.content == want.content(), tool
+            assert got.ok == want.ok
+            if not want.ok:
+                assert got.error == want.error
+        assert remote.state_hash() == local.state_hash()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

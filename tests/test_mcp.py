@@ -13,13 +13,13 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("mcp")
 
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
-from mirrorworld import make_world  # noqa: E402
-from mirrorworld.client import Client  # noqa: E402
-from mirrorworld.server import BackgroundServer, ServerConfig  # noqa: E402
+from mirrorworld import make_world
+from mirrorworld.client import Client
+from mirrorworld.server import BackgroundServer, ServerConfig
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +68,10 @@ def test_streamable_http_serves_a_sessions_tools(server: BackgroundServer) -> No
         before = remote.state()
 
         async def main() -> None:
-            async with streamable_http_client(f"{server.url}/v1/sessions/{remote.id}/mcp") as (read, write, _):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    await exercise(session, "cancel_order/2")
+            url = f"{server.url}/v1/sessions/{remote.id}/mcp"
+            async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+                await session.initialize()
+                await exercise(session, "cancel_order/2")
 
         asyncio.run(main())
         after = remote.state()

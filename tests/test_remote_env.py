@@ -12,13 +12,13 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("websockets")
 
-from gymnasium.utils.env_checker import check_env  # noqa: E402
+from gymnasium.utils.env_checker import check_env
 
-from mirrorworld import make_world  # noqa: E402
-from mirrorworld.client import RemoteError  # noqa: E402
-from mirrorworld.envs.gymnasium import MirrorEnv  # noqa: E402
-from mirrorworld.envs.remote import RemoteMirrorEnv  # noqa: E402
-from mirrorworld.server import BackgroundServer, ServerConfig  # noqa: E402
+from mirrorworld import make_world
+from mirrorworld.client import RemoteError
+from mirrorworld.envs.gymnasium import MirrorEnv
+from mirrorworld.envs.remote import RemoteMirrorEnv
+from mirrorworld.server import BackgroundServer, ServerConfig
 
 
 @pytest.fixture(scope="module")

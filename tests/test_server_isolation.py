@@ -19,8 +19,8 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("websockets")
 
-from mirrorworld.client import AsyncClient, AsyncRemoteSession  # noqa: E402
-from mirrorworld.server import BackgroundServer, ServerConfig  # noqa: E402
+from mirrorworld.client import AsyncClient, AsyncRemoteSession
+from mirrorworld.server import BackgroundServer, ServerConfig
 
 SESSIONS = 10_000
 CLIENTS = 8
@@ -36,10 +36,10 @@ def canaries(result: Any) -> list[str]:
 async def play(session: AsyncRemoteSession, rng: random.Random, name: str) -> int:
     """Write canaries and check reads in a random order; return the number of checks."""
     mine: list[str] = []
-    plan = ["write", "read"] + rng.choice([[], ["write"], ["read"], ["write", "read"]])
+    plan = ["write", "read", *rng.choice([[], ["write"], ["read"], ["write", "read"]])]
     rng.shuffle(plan)
     checks = 0
-    for op in plan + ["read"]:
+    for op in [*plan, "read"]:
         if op == "write":
             body = f"canary-{name}-{len(mine)}"
             r = await session.step("reply_ticket", {"ticket_id": TICKET, "body": body, "public": False})

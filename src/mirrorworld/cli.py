@@ -70,10 +70,16 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
 
     handlers.update(register_audit(sub))
 
+    from mirrorworld.server import cli as server_cli
+
+    server_cli.register(sub)
+    handlers.update(server_cli.COMMANDS)
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     b.add_argument("--world", default="helpdesk")
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="a few seconds instead of a minute")
+    b.add_argument("--server", action="store_true", help="benchmark the session server (loopback, bounded)")
     return p, handlers
 
 
@@ -327,6 +333,10 @@ def cmd_worlds(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.server:
+        from mirrorworld.server.cli import bench_server
+
+        return bench_server(json_output=args.json, quick=args.quick)
     from mirrorworld.bench import format_report, run_bench
 
     report = run_bench(args.world, quick=args.quick, progress=not args.json or sys.stderr.isatty())

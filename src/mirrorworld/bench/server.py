@@ -18,6 +18,8 @@ before the next (no pipelining):
   each client in its own session, over keep-alive HTTP/1.1; the ceiling gets the
   same body on ``POST /echo``;
 * **WebSocket** — the same step as a ``/v1/ws`` message; the ceiling echoes it;
+* **one client** — the same two, with a single client: the latency of a step
+  without queueing behind 31 others;
 * **sessions** — ``sessions`` (default 1,000) live sessions opened over one
   WebSocket, each on its own task; the server's resident memory (``VmRSS``) is
   read before and after.
@@ -313,6 +315,9 @@ def bench_server(
         with _spawned("mirrorworld", log_path) as (port, pid):
             report["http"] = asyncio.run(_load("http", port, clients, seconds, echo=False))
             report["ws"] = asyncio.run(_load("ws", port, clients, seconds, echo=False))
+            single = max(seconds / 3, 0.2)
+            report["http_1"] = asyncio.run(_load("http", port, 1, single, echo=False))
+            report["ws_1"] = asyncio.run(_load("ws", port, 1, single, echo=False))
             report["memory"] = asyncio.run(_sessions(port, pid, sessions))
         with open(log_path) as f:
             report["access_log_lines"] = sum(1 for _ in f)
@@ -340,6 +345,8 @@ def format_server_report(report: dict[str, Any]) -> str:
         ("http", "mirrorworld step, HTTP"),
         ("echo_ws", "FastAPI echo, WS"),
         ("ws", "mirrorworld step, WS"),
+        ("http_1", "  one client, HTTP"),
+        ("ws_1", "  one client, WS"),
     ):
         r = report[key]
         ratio = f"{r['vs_echo']:.2f}" if r.get("vs_echo") is not None else ""

@@ -41,7 +41,7 @@ from mirrorworld.envs.episode import Episode, pick_task
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.registry import Registry, default
 
-__all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv"]
+__all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv", "decode_action"]
 
 CHARSET = frozenset(string.printable)
 """Every observation string is printable ASCII (JSON escapes the rest)."""
@@ -64,6 +64,31 @@ _NOT_PRINTABLE = re.compile(f"[^{re.escape(string.printable)}]")
 def _ascii(text: str) -> str:
     """``text`` with every character outside ``CHARSET`` replaced by ``?``."""
     return _NOT_PRINTABLE.sub("?", text)
+
+
+def decode_action(action: Any, tool_names: tuple[str, ...]) -> tuple[str, Any]:
+    """(tool name, arguments) of a Gymnasium action, tolerating any junk.
+
+    The tool may be an index into ``tool_names`` or a name; the arguments JSON
+    text or a dict. Anything else becomes a name or argument text that the
+    session answers with an error observation.
+    """
+    try:
+        raw = action["tool_name"]
+        args = action.get("tool_args", "")
+    except (TypeError, KeyError, AttributeError):
+        raw, args = None, None
+    if isinstance(raw, str):
+        name = raw
+    elif isinstance(raw, (int, np.integer)) and 0 <= int(raw) < len(tool_names):
+        name = tool_names[int(raw)]
+    elif isinstance(raw, (int, np.integer)):
+        name = f"#{int(raw)}"
+    else:
+        name = f"<{type(raw).__name__}>"
+    if not isinstance(args, (str, dict)) and args is not None:
+        args = "\x00"  # not JSON: the session answers with invalid_json
+    return name, args
 
 
 class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
@@ -172,22 +197,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         ep = self._episode
         if ep is None:
             raise MirrorworldError("call reset() before step()")
-        name: Any
-        try:
-            raw = action["tool_name"]
-            args = action.get("tool_args", "")
-        except (TypeError, KeyError, AttributeError):
-            raw, args = None, None
-        if isinstance(raw, str):
-            name = raw
-        elif isinstance(raw, (int, np.integer)) and 0 <= int(raw) < len(self.tool_names):
-            name = self.tool_names[int(raw)]
-        elif isinstance(raw, (int, np.integer)):
-            name = f"#{int(raw)}"
-        else:
-            name = f"<{type(raw).__name__}>"
-        if not isinstance(args, (str, dict)) and args is not None:
-            args = "\x00"  # not JSON: the session answers with invalid_json
+        name, args = decode_action(action, self.tool_names)
         result, shaping = ep.call(name, args)
         obs = self._observe(_clip(result.content()))
         terminated, truncated = ep.terminated, ep.truncated

@@ -30,7 +30,7 @@ from gymnasium import spaces
 from mirrorworld.client import Client, RemoteSession, StepResult, Transport
 from mirrorworld.core.session import MAX_ARGS_CHARS
 from mirrorworld.core.task import Split
-from mirrorworld.envs.gymnasium import MAX_TEXT, _ascii, _clip
+from mirrorworld.envs.gymnasium import MAX_TEXT, _ascii, _clip, decode_action
 from mirrorworld.errors import MirrorworldError
 
 __all__ = ["RemoteMirrorEnv"]
@@ -118,25 +118,9 @@ class RemoteMirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return obs, {"task_id": info.task_id, "family": info.family, "split": info.split}
 
     def step(self, action: dict[str, Any]) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
-        # Action decoding mirrors MirrorEnv.step exactly (tests compare the two).
         if self.session is None:
             raise MirrorworldError("call reset() before step()")
-        name: Any
-        try:
-            raw = action["tool_name"]
-            args = action.get("tool_args", "")
-        except (TypeError, KeyError, AttributeError):
-            raw, args = None, None
-        if isinstance(raw, str):
-            name = raw
-        elif isinstance(raw, (int, np.integer)) and 0 <= int(raw) < len(self.tool_names):
-            name = self.tool_names[int(raw)]
-        elif isinstance(raw, (int, np.integer)):
-            name = f"#{int(raw)}"
-        else:
-            name = f"<{type(raw).__name__}>"
-        if not isinstance(args, (str, dict)) and args is not None:
-            args = "\x00"  # not JSON: the session answers with invalid_json
+        name, args = decode_action(action, self.tool_names)
         r: StepResult = self.session.step(name, args)
         obs = self._observe(_clip(r.content), r.view, r.records, r.step, r.terminated)
         if self.reward_mode == "shaped":

@@ -17,9 +17,27 @@ The client side is :mod:`mirrorworld.client` and
 :class:`mirrorworld.envs.remote.RemoteMirrorEnv`.
 """
 
-from mirrorworld.server.app import create_app
-from mirrorworld.server.config import ServerConfig
-from mirrorworld.server.run import BackgroundServer, serve
-from mirrorworld.server.sessions import ApiError, SessionManager
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = ["ApiError", "BackgroundServer", "ServerConfig", "SessionManager", "create_app", "serve"]
+
+_HOMES = {
+    "ApiError": "sessions",
+    "BackgroundServer": "run",
+    "ServerConfig": "config",
+    "SessionManager": "sessions",
+    "create_app": "app",
+    "serve": "run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The server's dependencies are an optional extra: import them only when used,
+    # so ``mirrorworld --help`` and the other commands work without them.
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"mirrorworld.server.{home}"), name)

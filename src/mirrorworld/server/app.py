@@ -67,6 +67,7 @@ from mirrorworld.server.models import (
     StepRequest,
     StepResponse,
     VerdictResponse,
+    request_schema,
 )
 from mirrorworld.server.sessions import ApiError, RawJSON, SessionManager
 
@@ -174,11 +175,12 @@ def client_of(scope: Scope) -> str:
     return str(peer[0]) if peer else "unknown"
 
 
-def _body_schema(model: type[Any]) -> dict[str, Any]:
+def body_schema(model: type[Any], config: ServerConfig) -> dict[str, Any]:
+    """``openapi_extra`` declaring ``model`` as the JSON request body (the route parses it itself)."""
     return {
         "requestBody": {
             "required": True,
-            "content": {_JSON: {"schema": model.model_json_schema()}},
+            "content": {_JSON: {"schema": request_schema(model, config.max_steps_limit)}},
         }
     }
 
@@ -521,7 +523,7 @@ def _add_routes(app: FastAPI, manager: SessionManager) -> None:
                 summary=summary,
                 status_code=status,
                 responses=responses,
-                openapi_extra=_body_schema(body) if body is not None else None,
+                openapi_extra=body_schema(body, manager.config) if body is not None else None,
                 tags=["sessions" if path.startswith("/v1/sessions") else "server"],
             )
 

@@ -121,3 +121,20 @@ def bench_server(
 
 COMMANDS = {"serve": cmd_serve, "mcp": cmd_mcp}
 """Handlers by subcommand name, to merge into ``mirrorworld.cli.COMMANDS``."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mirrorworld.server.cli serve|mcp ...``: the subcommands without the main CLI."""
+    parser = argparse.ArgumentParser(prog="mirrorworld")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register(sub)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except MirrorworldError as err:
+        print(f"mirrorworld: error: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

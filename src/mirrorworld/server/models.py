@@ -1,7 +1,8 @@
 """The wire format of the session server, as pydantic models.
 
-Requests are validated strictly (``extra="forbid"``, no type coercion), so the
-OpenAPI schema the server publishes is exactly what it accepts. Responses are
+Requests are validated strictly against the published OpenAPI schema
+(``extra="forbid"``, no coercion; an integer may be written ``7.0``, as JSON
+Schema allows). Responses are
 documented here and built by hand in :mod:`mirrorworld.server.sessions` (the
 tool result is spliced in as the JSON the agent sees, never re-encoded).
 
@@ -20,11 +21,12 @@ Field meanings:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
 
 __all__ = [
+    "DEFAULT_MAX_STEPS",
     "MAX_SEED",
     "CreateRequest",
     "ErrorBody",
@@ -35,9 +37,43 @@ __all__ = [
     "StepRequest",
     "StepResponse",
     "VerdictResponse",
+    "request_schema",
 ]
 
 MAX_SEED = 2**31 - 1
+
+DEFAULT_MAX_STEPS = 30
+"""Episode length when a request names none (capped by the server's ``max_steps_limit``)."""
+
+
+def _json_int(value: Any) -> Any:
+    """JSON Schema's integers: ``7`` and ``7.0``, not ``true`` (bool is an int subclass in Python)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Seed = Annotated[
+    int,
+    BeforeValidator(_json_int),
+    Strict(),
+    Field(ge=0, le=MAX_SEED),
+    WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_SEED}),
+]
+Steps = Annotated[
+    int,
+    BeforeValidator(_json_int),
+    Strict(),
+    Field(ge=1, le=10_000_000),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 10_000_000}),
+]
+
+
+_FAMILY_NEEDS_SEED: dict[str, Any] = {
+    "if": {"properties": {"family": {"type": "string"}}, "required": ["family"]},
+    "then": {"properties": {"seed": {"type": "integer"}}, "required": ["seed"]},
+}
+"""A task ``family`` needs a ``seed`` (not null)."""
 
 
 class _Strict(BaseModel):
@@ -47,20 +83,22 @@ class _Strict(BaseModel):
 class ResetRequest(_Strict):
     """Which task an episode plays and for how long."""
 
-    task_id: str | None = Field(default=None, max_length=200, description="A task id, `family/seed`.")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_FAMILY_NEEDS_SEED)
+
+    task_id: str | None = Field(
+        default=None, max_length=200, pattern=r"^[A-Za-z0-9_.-]+/[0-9]{1,9}$", description="A task id, `family/seed`."
+    )
     family: str | None = Field(default=None, max_length=100, description="A task family (with `seed`).")
-    seed: int | None = Field(
+    seed: Seed | None = Field(
         default=None,
-        ge=0,
-        le=MAX_SEED,
         description="With `family`: the task seed. Alone: the index of the task in `split` (as MirrorEnv.reset).",
     )
-    index: int | None = Field(default=None, ge=0, le=MAX_SEED, description="The index of the task in `split`.")
+    index: Seed | None = Field(default=None, description="The index of the task in `split`.")
     split: Literal["train", "test"] = Field(default="train", description="The split `index`/`seed` counts in.")
     families: list[str] | None = Field(
         default=None, max_length=50, description="Families cycled through by `index` (default: all)."
     )
-    max_steps: int = Field(default=30, ge=1, le=10_000_000, description="Calls after which the episode truncates.")
+    max_steps: Steps = Field(default=DEFAULT_MAX_STEPS, description="Calls after which the episode truncates.")
 
 
 class CreateRequest(ResetRequest):
@@ -141,3 +179,31 @@ class VerdictResponse(BaseModel):
     score: float
     breakdown: dict[str, Any]
     evidence: list[str]
+
+
+def request_schema(model: type[BaseModel], max_steps_limit: int) -> dict[str, Any]:
+    """The JSON schema of a request body as a server with this ``max_steps_limit`` accepts it."""
+    schema = _inline(model.model_json_schema())
+    steps = schema.get("properties", {}).get("max_steps")
+    if steps is not None:
+        steps["maximum"] = max_steps_limit
+        steps["default"] = min(DEFAULT_MAX_STEPS, max_steps_limit)
+    return schema
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``$defs`` references replaced by the definitions (OpenAPI cannot resolve them)."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref[len("#/$defs/") :]])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out: dict[str, Any] = walk(schema)
+    return out

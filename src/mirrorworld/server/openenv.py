@@ -41,6 +41,7 @@ from starlette.websockets import WebSocketDisconnect
 from mirrorworld.server.app import (
     API_VERSION,
     access,
+    body_schema,
     client_of,
     dumps,
     guarded,
@@ -272,14 +273,6 @@ def jsonrpc(manager: SessionManager, request: Any, client: str, session: str | N
 def add_openenv_routes(app: FastAPI, manager: SessionManager) -> None:
     """Register the OpenEnv routes on ``app`` (``/health`` is the server's own)."""
 
-    def schema_extra(model: type[BaseModel]) -> dict[str, Any]:
-        return {
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": model.model_json_schema()}},
-            }
-        }
-
     errors: dict[int | str, dict[str, Any]] = {
         400: {"model": ErrorResponse, "description": "Malformed request"},
         404: {"model": ErrorResponse, "description": "Unknown session, world or task"},
@@ -354,7 +347,7 @@ def add_openenv_routes(app: FastAPI, manager: SessionManager) -> None:
             methods=[method],
             summary=summary,
             responses=errors,
-            openapi_extra=schema_extra(body) if body is not None else None,
+            openapi_extra=body_schema(body, manager.config) if body is not None else None,
             tags=["openenv"],
         )
 

@@ -162,6 +162,10 @@ class SessionManager:
         self._buckets: dict[str, _Bucket] = {}
         names = self.config.worlds if self.config.worlds is not None else tuple(self.registry.names())
         self.world_names: tuple[str, ...] = tuple(n.lower() for n in names)
+        unknown = set(self.world_names) - set(self.registry.names())
+        if unknown or not self.world_names:
+            known = ", ".join(self.registry.names())
+            raise MirrorworldError(f"cannot serve world {sorted(unknown)[0] if unknown else '(none)'} (known: {known})")
         self.started = clock()
         self.counters: Counter[str] = Counter()
 
@@ -209,15 +213,19 @@ class SessionManager:
         """A new session playing the task ``spec`` names."""
         req = _parse(CreateRequest, spec)
         world = self.world(req.world)
-        self._check_max_steps(req.max_steps)
+        max_steps = self._max_steps(req)
         task = self.resolve_task(world, req)
         self._make_room(client)
-        episode = Episode(world, task, max_steps=req.max_steps)
+        episode = Episode(world, task, max_steps=max_steps)
         return self._register(world, episode, client)
 
-    def _check_max_steps(self, max_steps: int) -> None:
-        if max_steps > self.config.max_steps_limit:
-            raise ApiError(400, "invalid_request", f"max_steps is at most {self.config.max_steps_limit}")
+    def _max_steps(self, req: ResetRequest) -> int:
+        limit = self.config.max_steps_limit
+        if "max_steps" not in req.model_fields_set:
+            return min(req.max_steps, limit)
+        if req.max_steps > limit:
+            raise ApiError(400, "invalid_request", f"max_steps is at most {limit}")
+        return req.max_steps
 
     def _make_room(self, client: str) -> None:
         cfg = self.config
@@ -262,9 +270,9 @@ class SessionManager:
         """Start a new episode in session ``sid`` (the old one is discarded)."""
         req = _parse(ResetRequest, spec)
         live = self.get(sid)
-        self._check_max_steps(req.max_steps)
+        max_steps = self._max_steps(req)
         task = self.resolve_task(live.world, req)
-        episode = Episode(live.world, task, max_steps=req.max_steps)
+        episode = Episode(live.world, task, max_steps=max_steps)
         live.episode.close()
         live.episode = episode
         return live
