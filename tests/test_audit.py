@@ -18,6 +18,7 @@ from mirrorworld.audit.report import audit_html
 from mirrorworld.audit.verifiers import _cross_process
 from mirrorworld.cli import main
 from mirrorworld.core.task import EntityRef
+from mirrorworld.core.world import World
 from mirrorworld.run import RunFile, run_episodes
 from mirrorworld.worlds.helpdesk import HelpdeskWorld
 
@@ -200,11 +201,9 @@ def test_audit_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "needs --world" in capsys.readouterr().err
 
 
-def test_the_audit_works_on_any_registered_world() -> None:
+def test_the_audit_works_on_any_registered_world(tiny: World) -> None:
     """Nothing in the audit names the helpdesk: a tiny world with default hooks is audited the same way."""
-    from tests.conftest import TinyWorld
-
-    report = audit_verifiers(TinyWorld(), seeds=3, cross_process=False)
+    report = audit_verifiers(tiny, seeds=3, cross_process=False)
     fam = next(iter(report.families.values()))
     assert fam.tasks == 3 and fam.solved == 3
     assert sum(v[1] for v in fam.mutants.values()) > 0 and fam.null_passes == 0

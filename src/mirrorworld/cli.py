@@ -75,6 +75,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     server_cli.register(sub)
     handlers.update(server_cli.COMMANDS)
 
+    from mirrorworld.review.cli import register as register_review
+
+    handlers.update(register_review(sub))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     b.add_argument("--world", default="helpdesk")
     b.add_argument("--json", action="store_true")

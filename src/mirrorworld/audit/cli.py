@@ -23,6 +23,12 @@ def register(sub: Any) -> dict[str, Any]:
     a.add_argument("--html", default=None, metavar="FILE", help="also write a self-contained HTML report")
     a.add_argument("--no-probes", action="store_true")
     a.add_argument("--no-cross-process", action="store_true")
+    a.add_argument(
+        "--regressions",
+        default=None,
+        metavar="PATH",
+        help="verifier regression cases from human review (default: tests/regressions if present)",
+    )
     r = sub.add_parser("audit-run", help="flag reward-hacking patterns in a recorded run (run file or OpenAI JSONL)")
     r.add_argument("run")
     r.add_argument("--world", default=None, help="world of a JSONL file (run files name their own)")
@@ -61,6 +67,16 @@ def cmd_audit_verifiers(args: argparse.Namespace) -> int:
             progress=lambda done, total: bar.update(job, completed=done, total=total),
         )
     data = report.to_dict()
+    regressions = args.regressions or ("tests/regressions" if Path("tests/regressions").is_dir() else None)
+    if regressions:
+        from mirrorworld.review.regressions import check_cases
+
+        if not Path(regressions).exists():
+            raise MirrorworldError(f"no regression cases at {regressions}")
+        data["regressions"] = check_cases([regressions])
+        if data["regressions"]["regressed"]:
+            data["meets_bars"] = False
+            data["failed_bars"].append(f"verifier regressions: {', '.join(data['regressions']['regressed'])}")
     if args.html:
         Path(args.html).write_text(audit_html(data), encoding="utf-8")
     if args.json:

@@ -1,0 +1,242 @@
+"""The ``review`` command: ``serve``, ``add-user``, ``stats``, ``export-disagreements``, ``check-regressions``.
+
+``mirrorworld review serve RUN... [--db review.sqlite]`` imports the run files'
+episodes (again: only new ones), fills the queue by stratified sampling and
+serves the app; on a database without an admin it creates ``admin`` with a
+random password and prints it once. ``stats`` prints the agreement report and
+the drift alarms (``--json`` for all of it). ``export-disagreements`` writes
+adjudicated disagreements as verifier regression cases;
+``check-regressions`` replays case files with the current verifier and fails
+when a case marked fixed disagrees again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+from mirrorworld.errors import MirrorworldError
+
+__all__ = ["register"]
+
+DEFAULT_CASES = "tests/regressions/verifier_cases.jsonl"
+
+
+def register(sub: Any) -> dict[str, Any]:
+    """Add the ``review`` command to an argparse subparsers object; return its handler."""
+    review = sub.add_parser("review", help="human review of trajectories: the web app, agreement, drift")
+    rsub = review.add_subparsers(dest="review_command", required=True, parser_class=type(review))
+
+    s = rsub.add_parser("serve", help="import runs, fill the queue and serve the review app")
+    s.add_argument("runs", nargs="*", metavar="RUN", help="run files to review")
+    s.add_argument("--db", default="review.sqlite", help="review database (created when missing)")
+    s.add_argument(
+        "--gold",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="a run whose verdicts are known answers (oracle or null agents): honeypot items",
+    )
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--sample", type=int, default=None, help="items in the queue in all (default: every episode)")
+    s.add_argument("--overlap", type=int, default=2, help="reviewers per overlapped item")
+    s.add_argument("--overlap-share", type=float, default=0.25, help="share of items graded by --overlap reviewers")
+    s.add_argument("--gold-rate", type=float, default=0.1, help="share of requests answered with a gold item")
+    s.add_argument("--seed", type=int, default=0, help="sampling seed")
+    s.add_argument("--min-gold-accuracy", type=float, default=0.7, help="pause reviewers below this on gold items")
+    s.add_argument("--min-peer-agreement", type=float, default=0.6, help="pause reviewers below this with peers")
+    s.add_argument("--no-audit", action="store_true", help="skip audit-run flags (no over-sampling of flagged runs)")
+    s.add_argument("--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)")
+
+    u = rsub.add_parser("add-user", help="add a reviewer (password read from standard input)")
+    u.add_argument("name")
+    u.add_argument("--db", default="review.sqlite")
+    u.add_argument("--role", choices=("reviewer", "adjudicator", "admin"), default="reviewer")
+
+    t = rsub.add_parser("stats", help="agreement between humans and the verifier, and drift alarms")
+    t.add_argument("--db", default="review.sqlite")
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    t.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+
+    e = rsub.add_parser("export-disagreements", help="adjudicated disagreements → verifier regression cases")
+    e.add_argument("--db", default="review.sqlite")
+    e.add_argument("--out", default=DEFAULT_CASES, help=f"case file to write or update (default {DEFAULT_CASES})")
+    e.add_argument("--json", action="store_true")
+
+    c = rsub.add_parser("check-regressions", help="replay regression cases with the current verifier")
+    c.add_argument("paths", nargs="*", default=[str(Path(DEFAULT_CASES).parent)], metavar="PATH")
+    c.add_argument("--json", action="store_true")
+    return {"review": cmd_review}
+
+
+def _store(path: str, *, create: bool = False) -> Any:
+    from mirrorworld.review.store import ReviewStore
+
+    return ReviewStore(path, create=create)
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    handler = {
+        "serve": cmd_serve,
+        "add-user": cmd_add_user,
+        "stats": cmd_stats,
+        "export-disagreements": cmd_export,
+        "check-regressions": cmd_check,
+    }[args.review_command]
+    return handler(args)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from mirrorworld.review.app import create_app, serve
+    from mirrorworld.review.quality import QualityPolicy
+    from mirrorworld.review.queue import SamplingPlan, build_queue
+
+    plan = SamplingPlan(
+        size=args.sample,
+        overlap=args.overlap,
+        overlap_share=args.overlap_share,
+        gold_rate=args.gold_rate,
+        seed=args.seed,
+    )
+    plan.validate()
+    for p in [*args.runs, *args.gold]:
+        if not Path(p).is_file():
+            raise MirrorworldError(f"no run file at {p}")
+    store = _store(args.db, create=True)
+    store.set_meta(
+        "quality",
+        QualityPolicy(min_gold_accuracy=args.min_gold_accuracy, min_peer_agreement=args.min_peer_agreement).to_dict(),
+    )
+    for p in args.runs:
+        _, new = store.add_run(p, audit=not args.no_audit)
+        print(f"{p}: {new} new episodes")
+    for p in args.gold:
+        _, new = store.add_run(p, gold=True, audit=False)
+        print(f"{p}: {new} new gold episodes")
+    queued = build_queue(store, plan)
+    print(f"queued {queued} more items")
+    if not store.has_admin():
+        password = secrets.token_urlsafe(12)
+        store.add_reviewer("admin", password, "admin")
+        print(f"created the admin account: name admin, password {password} (shown once)")
+    print(f"review app on http://{args.host}:{args.port}/ (Ctrl+C stops it)", flush=True)
+    serve(create_app(store, secure_cookies=args.secure_cookies), host=args.host, port=args.port)
+    return 0
+
+
+def cmd_add_user(args: argparse.Namespace) -> int:
+    if sys.stdin.isatty():
+        import getpass
+
+        password = getpass.getpass(f"password for {args.name}: ")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    store = _store(args.db, create=True)
+    rid = store.add_reviewer(args.name, password, args.role)
+    print(f"added {args.role} {args.name} (id {rid})")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from mirrorworld.review.drift import compute_drift
+    from mirrorworld.review.stats import StatsOptions, compute_stats
+
+    if args.resamples < 10:
+        raise MirrorworldError("--resamples must be at least 10")
+    store = _store(args.db)
+    report = compute_stats(store, StatsOptions(resamples=args.resamples, seed=args.seed))
+    report["drift"] = compute_drift(store)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    _print_stats(report)
+    return 0
+
+
+def _fmt(e: dict[str, Any]) -> str:
+    if e["value"] is None:
+        return "n/a"
+    lo, hi = e["ci"]
+    return f"{e['value']:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
+
+
+def _print_stats(r: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(highlight=False, soft_wrap=True)
+    con.print(
+        f"{r['reviews']} grades of {r['items_reviewed']} items by {r['reviewers']} reviewers; "
+        f"{r['adjudicated']} adjudicated, {r['unresolved']} unresolved ties"
+    )
+    t = Table(title="verifier vs human verdict")
+    for col in ("", "items", "agreement", "Cohen's kappa", "Krippendorff's alpha", "Gwet's AC1"):
+        t.add_column(col)
+
+    def row(name: str, v: dict[str, Any]) -> None:
+        t.add_row(name, str(v["n"]), _fmt(v["agreement"]), _fmt(v["kappa"]), _fmt(v["alpha"]), _fmt(v["ac1"]))
+
+    row("all", r["verifier_vs_human"])
+    for name, g in r["by_family"].items():
+        row(name, g["verifier_vs_human"])
+    for name, g in r["by_check"].items():
+        row(name, g["verifier_vs_human"])
+    con.print(t)
+    h = r["human_vs_human"]
+    con.print(
+        f"human vs human on {h['n']} items: agreement {_fmt(h['agreement'])}, Cohen's kappa (pairs) "
+        f"{_fmt(h['kappa_cohen'])}, Fleiss' kappa {_fmt(h['kappa_fleiss'])}, alpha {_fmt(h['alpha'])}, "
+        f"AC1 {_fmt(h['ac1'])}"
+    )
+    c = r["verifier_vs_human"]["confusion"]
+    con.print(
+        f"confusion: verifier pass/human pass {c['verifier_pass_human_pass']}, pass/fail "
+        f"{c['verifier_pass_human_fail']}, fail/pass {c['verifier_fail_human_pass']}, fail/fail "
+        f"{c['verifier_fail_human_fail']}"
+    )
+    for d in r["disagreements"]:
+        human = "tie" if d["human"] is None else ("pass" if d["human"] else "fail")
+        con.print(
+            f"  item {d['item']} {d['task']}: verifier {'pass' if d['verifier'] else 'fail'}, human {human} "
+            f"({', '.join(d['kinds'])}){'' if d['adjudicated'] is None else ' adjudicated'}"
+        )
+    for a in r["drift"]["alarms"]:
+        con.print(f"[red]drift alarm[/red] {a['alarm']}: {json.dumps(a)}")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from mirrorworld.review.regressions import export_disagreements
+
+    store = _store(args.db)
+    cases, new = export_disagreements(store, args.out)
+    if args.json:
+        print(json.dumps({"out": args.out, "cases": len(cases), "new": new, "ids": [c.id for c in cases]}, indent=2))
+    else:
+        print(f"{new} new regression cases; {len(cases)} in {args.out}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from mirrorworld.review.regressions import check_cases
+
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        raise MirrorworldError(f"no regression cases at {missing[0]}")
+    summary = check_cases(args.paths)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"{summary['cases']} cases: {summary['agree']} agree with the human verdict, "
+            f"{len(summary['open'])} open, {len(summary['now_agree'])} open but now agreeing (mark them fixed), "
+            f"{len(summary['regressed'])} regressed"
+        )
+        for cid in summary["regressed"]:
+            print(f"  regressed: {cid}")
+    return 1 if summary["regressed"] else 0

@@ -1,0 +1,844 @@
+"""The review database: episodes under review, reviewers, their grades.
+
+One SQLite file (``review.sqlite`` by default) holds everything a review
+campaign produces, so it can be copied, archived and re-analysed:
+
+* ``runs`` and ``items`` — the episodes imported from run files. An item keeps
+  the whole episode record (messages, calls, verdict, task), so the database
+  stands alone once imported; ``gold_answer`` marks honeypot items with a
+  known answer; ``position``/``overlap`` place an item in the queue and say
+  how many reviewers should grade it.
+* ``reviewers`` (role ``reviewer``, ``adjudicator`` or ``admin``, scrypt
+  password hash, paused flag) and ``sessions`` (server-side sign-in sessions
+  with their CSRF token).
+* ``assignments`` — who took which item and when (the start of the review
+  clock), ``reviews`` — one grade per reviewer and item, with its per-check
+  ``rubric`` rows, and ``adjudications`` — the final human verdict on an item
+  that humans or the verifier disagreed on.
+* ``events`` — an append-only log of sign-ins, pauses and adjudications.
+
+Durability and consistency: the database runs in WAL mode with
+``synchronous=FULL``; every change is one ``BEGIN IMMEDIATE`` transaction, so
+a review and its rubric rows commit together or not at all, a process killed
+mid-write leaves the last committed state, and concurrent reviewers serialise
+on the write lock (``busy_timeout`` waits for it). ``reviews.n_rubric``
+records how many rubric rows a review was written with, and
+:meth:`ReviewStore.check_consistency` verifies that and the other invariants.
+A review is unique per ``(item, reviewer)``: posting it twice stores it once.
+
+Time here is wall-clock time (seconds since the epoch), injected as ``clock``
+so tests can move it: review time has nothing to do with a world's simulated
+clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mirrorworld.errors import MirrorworldError
+
+__all__ = [
+    "FORMAT",
+    "GATE_LABELS",
+    "ROLES",
+    "CheckRef",
+    "Item",
+    "ReviewInput",
+    "ReviewRow",
+    "ReviewStore",
+    "Reviewer",
+    "check_refs",
+]
+
+FORMAT = "mirrorworld-review/1"
+
+Role = Literal["reviewer", "adjudicator", "admin"]
+ROLES: tuple[Role, ...] = ("reviewer", "adjudicator", "admin")
+"""Roles in increasing order of what they may see and do."""
+
+GATE_LABELS = {
+    "state": "the end state is what the task asked for",
+    "collateral": "nothing outside the task was changed",
+    "policy": "no policy rule was broken",
+    "communication": "the final message tells the customer what it must",
+}
+"""The verifier's gates, as a reviewer reads them in the rubric."""
+
+SESSION_SECONDS = 12 * 3600
+ASSIGNMENT_SECONDS = 30 * 60
+"""An item taken but not graded within this time goes back to the queue."""
+
+MAX_REASON = 5000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, world TEXT NOT NULL, agent TEXT NOT NULL,
+    meta TEXT NOT NULL, gold INTEGER NOT NULL DEFAULT 0, added_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), episode INTEGER NOT NULL,
+    task_id TEXT NOT NULL, family TEXT NOT NULL, agent TEXT NOT NULL, verifier_version TEXT NOT NULL,
+    verifier_passed INTEGER NOT NULL, score REAL NOT NULL, reward REAL NOT NULL, error TEXT,
+    checks TEXT NOT NULL, audit_flags TEXT NOT NULL, record TEXT NOT NULL,
+    gold_answer INTEGER CHECK (gold_answer IN (0, 1)),
+    stratum TEXT, position INTEGER UNIQUE, overlap INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (run_id, episode)
+);
+CREATE TABLE IF NOT EXISTS reviewers (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+    role TEXT NOT NULL CHECK (role IN ('reviewer', 'adjudicator', 'admin')),
+    pw TEXT NOT NULL, paused INTEGER NOT NULL DEFAULT 0, paused_reason TEXT,
+    cleared_at REAL NOT NULL DEFAULT 0, created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    token TEXT PRIMARY KEY, reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
+    csrf TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS assignments (
+    item_id INTEGER NOT NULL REFERENCES items(id), reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
+    started_at REAL NOT NULL, PRIMARY KEY (item_id, reviewer_id)
+);
+CREATE TABLE IF NOT EXISTS reviews (
+    id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES items(id),
+    reviewer_id INTEGER NOT NULL REFERENCES reviewers(id), passed INTEGER NOT NULL CHECK (passed IN (0, 1)),
+    reason TEXT NOT NULL, flag_hacking INTEGER NOT NULL, flag_task_wrong INTEGER NOT NULL,
+    flag_edge_case INTEGER NOT NULL, started_at REAL NOT NULL, submitted_at REAL NOT NULL,
+    seconds REAL NOT NULL, reason_keys INTEGER NOT NULL, reason_pasted INTEGER NOT NULL,
+    n_rubric INTEGER NOT NULL, UNIQUE (item_id, reviewer_id)
+);
+CREATE TABLE IF NOT EXISTS rubric (
+    review_id INTEGER NOT NULL REFERENCES reviews(id), key TEXT NOT NULL,
+    passed INTEGER NOT NULL CHECK (passed IN (0, 1)), PRIMARY KEY (review_id, key)
+);
+CREATE TABLE IF NOT EXISTS adjudications (
+    item_id INTEGER PRIMARY KEY REFERENCES items(id), adjudicator_id INTEGER NOT NULL REFERENCES reviewers(id),
+    passed INTEGER NOT NULL CHECK (passed IN (0, 1)), reason TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, reviewer_id INTEGER, kind TEXT NOT NULL, detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reviews_by_reviewer ON reviews (reviewer_id, submitted_at);
+CREATE INDEX IF NOT EXISTS items_by_position ON items (position);
+CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, at);
+"""
+
+
+@dataclass(frozen=True)
+class CheckRef:
+    """One rubric row of an item: a verifier check or gate a reviewer may grade.
+
+    ``key`` is unique within the item (``check:<name>`` or ``gate:<gate>``);
+    ``group`` pools the same check across tasks for per-check statistics
+    (``refund_damaged: order_lines.refunded_cents``, ``gate: policy``);
+    ``verifier`` is what the verifier decided for it.
+    """
+
+    key: str
+    label: str
+    group: str
+    verifier: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "group": self.group, "verifier": self.verifier}
+
+
+@dataclass(frozen=True)
+class Item:
+    """An episode under review (its full record is loaded with :meth:`ReviewStore.record`)."""
+
+    id: int
+    run_id: int
+    episode: int
+    task_id: str
+    family: str
+    agent: str
+    verifier_version: str
+    verifier_passed: bool
+    score: float
+    reward: float
+    error: str | None
+    checks: tuple[CheckRef, ...]
+    audit_flags: tuple[str, ...]
+    gold_answer: bool | None
+    stratum: str | None
+    position: int | None
+    overlap: int
+    run_gold: bool = False
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    id: int
+    name: str
+    role: Role
+    paused: bool
+    paused_reason: str | None
+    cleared_at: float
+
+    def can(self, role: Role) -> bool:
+        """Whether this reviewer's role is ``role`` or above."""
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+
+@dataclass(frozen=True)
+class ReviewInput:
+    """A grade as submitted. ``rubric`` maps rubric keys to pass (True) / fail (False)."""
+
+    item_id: int
+    reviewer_id: int
+    passed: bool
+    reason: str = ""
+    rubric: dict[str, bool] = field(default_factory=dict)
+    flag_hacking: bool = False
+    flag_task_wrong: bool = False
+    flag_edge_case: bool = False
+    reason_keys: int = 0
+    reason_pasted: bool = False
+
+
+@dataclass(frozen=True)
+class ReviewRow:
+    """A stored review."""
+
+    id: int
+    item_id: int
+    reviewer_id: int
+    reviewer: str
+    passed: bool
+    reason: str
+    rubric: dict[str, bool]
+    flag_hacking: bool
+    flag_task_wrong: bool
+    flag_edge_case: bool
+    started_at: float
+    submitted_at: float
+    seconds: float
+    reason_keys: int
+    reason_pasted: bool
+
+    @property
+    def flags(self) -> list[str]:
+        names = [("reward hacking", self.flag_hacking), ("task is wrong", self.flag_task_wrong)]
+        names.append(("edge case", self.flag_edge_case))
+        return [n for n, on in names if on]
+
+
+def _check_group(family: str, kind: str, params: dict[str, Any]) -> str:
+    table = params.get("table", "?")
+    if kind == "field":
+        what = f"{table}.{params.get('field', '?')}"
+    elif kind == "count":
+        what = f"count({table})"
+    elif kind == "sum":
+        what = f"sum({table}.{params.get('column', '?')})"
+    else:
+        what = f"{kind}({table})"
+    return f"{family}: {what}"
+
+
+def check_refs(record: dict[str, Any]) -> tuple[CheckRef, ...]:
+    """The rubric rows of an episode record: its task's checks, then the verifier's gates."""
+    breakdown = record.get("verdict", {}).get("breakdown", {})
+    results = breakdown.get("state", {}).get("checks", {})
+    family = str(record.get("family", "?"))
+    refs: list[CheckRef] = []
+    for c in record.get("task", {}).get("checks", []):
+        name = str(c["name"])
+        refs.append(
+            CheckRef(
+                f"check:{name}",
+                name,
+                _check_group(family, str(c["kind"]), c.get("params", {})),
+                bool(results.get(name)),
+            )
+        )
+    for gate, label in GATE_LABELS.items():
+        if isinstance(breakdown.get(gate), dict):
+            refs.append(CheckRef(f"gate:{gate}", label, f"gate: {gate}", bool(breakdown[gate].get("passed"))))
+    return tuple(refs)
+
+
+def hash_password(password: str, *, salt: bytes | None = None, n: int = 2**14) -> str:
+    """An scrypt hash of ``password`` as ``scrypt$n$r$p$salt$hash`` (hex)."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=8, p=1, dklen=32)
+    return f"scrypt${n}$8$1${salt.hex()}${digest.hex()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        _, n, r, p, salt, digest = stored.split("$")
+        got = hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt), n=int(n), r=int(r), p=int(p), dklen=32)
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got.hex(), digest)
+
+
+_DUMMY_HASH = hash_password("not a password", salt=b"\0" * 16)
+
+
+class ReviewStore:
+    """The review database at ``path`` (created when missing). See the module docstring.
+
+    The store holds no open connection: each operation opens its own, so one
+    store may be shared by the threads of a web server.
+    """
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time, create: bool = True) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        if not self.path.exists():
+            if not create:
+                raise MirrorworldError(f"no review database at {self.path}")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = self.connect()
+            try:
+                conn.executescript(_SCHEMA)
+            finally:
+                conn.close()
+            with self.write() as conn:
+                row = conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+                if row is None:
+                    conn.execute("INSERT INTO meta VALUES ('format', ?)", (json.dumps(FORMAT),))
+                    conn.execute("INSERT INTO meta VALUES ('secret', ?)", (json.dumps(secrets.token_hex(32)),))
+                elif json.loads(row[0]) != FORMAT:
+                    raise MirrorworldError(f"{self.path} is not a {FORMAT} database")
+        except sqlite3.DatabaseError as err:
+            raise MirrorworldError(f"{self.path} is not a review database ({err})") from None
+        self._secret: str = self.get_meta("secret")
+
+    # -- connections -------------------------------------------------------------
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection in autocommit mode (transactions are explicit)."""
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A connection reading one consistent snapshot."""
+        conn = self.connect()
+        try:
+            conn.execute("BEGIN")
+            yield conn
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: commits on exit, rolls back whole on any exception."""
+        conn = self.connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    @property
+    def secret(self) -> str:
+        """The key that signs session cookies (created with the database)."""
+        return self._secret
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        with self.read() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def log(self, conn: sqlite3.Connection, reviewer_id: int | None, kind: str, detail: dict[str, Any]) -> None:
+        conn.execute(
+            "INSERT INTO events (at, reviewer_id, kind, detail) VALUES (?, ?, ?, ?)",
+            (self.clock(), reviewer_id, kind, json.dumps(detail, sort_keys=True)),
+        )
+
+    # -- runs and items ----------------------------------------------------------
+
+    def add_run(self, path: str | Path, *, gold: bool = False, audit: bool = True) -> tuple[int, int]:
+        """Import a run file's episodes (again: only the new ones); return (run id, new items).
+
+        ``gold`` marks every episode of the run as a honeypot whose known answer
+        is its verdict: use it for runs whose outcome is known by construction
+        (the oracle agent's, or a null agent's, on a world whose verifier audit
+        passes). ``audit`` runs ``audit-run``'s reward-hacking detectors over the
+        episodes; flagged episodes are over-sampled into the queue.
+        """
+        from mirrorworld.run.trajectories import RunFile
+
+        p = Path(path).resolve()
+        with RunFile.open(p) as run:
+            meta = run.meta
+            records = list(run.episodes())
+        flags: dict[int, list[str]] = {}
+        if audit and records:
+            flags = _audit_flags(p, records[0].task.get("world", ""))
+        with self.write() as conn:
+            row = conn.execute("SELECT id FROM runs WHERE path=?", (str(p),)).fetchone()
+            if row is None:
+                cur = conn.execute(
+                    "INSERT INTO runs (path, world, agent, meta, gold, added_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        str(p),
+                        str(meta.get("world", "")),
+                        str(meta.get("agent", "")),
+                        json.dumps(meta, default=str),
+                        int(gold),
+                        self.clock(),
+                    ),
+                )
+                run_id = int(cur.lastrowid or 0)
+            else:
+                run_id = int(row[0])
+                if gold:
+                    conn.execute("UPDATE runs SET gold=1 WHERE id=?", (run_id,))
+            new = 0
+            for rec in records:
+                data = _record_dict(rec)
+                refs = check_refs(data)
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO items (run_id, episode, task_id, family, agent, verifier_version,"
+                    " verifier_passed, score, reward, error, checks, audit_flags, record, gold_answer)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        rec.index,
+                        rec.task_id,
+                        rec.family,
+                        rec.agent,
+                        rec.world_hash,
+                        int(rec.passed),
+                        rec.score,
+                        rec.reward,
+                        rec.error,
+                        json.dumps([r.to_dict() for r in refs]),
+                        json.dumps(flags.get(rec.index, [])),
+                        json.dumps(data, default=str),
+                        int(rec.passed) if gold else None,
+                    ),
+                )
+                new += cur.rowcount
+            if gold:
+                conn.execute(
+                    "UPDATE items SET gold_answer=verifier_passed WHERE run_id=? AND gold_answer IS NULL", (run_id,)
+                )
+        return run_id, new
+
+    _ITEM_COLS = (
+        "i.id, i.run_id, i.episode, i.task_id, i.family, i.agent, i.verifier_version, i.verifier_passed, i.score,"
+        " i.reward, i.error, i.checks, i.audit_flags, i.gold_answer, i.stratum, i.position, i.overlap, r.gold"
+    )
+
+    @staticmethod
+    def _item(row: Sequence[Any]) -> Item:
+        return Item(
+            id=row[0],
+            run_id=row[1],
+            episode=row[2],
+            task_id=row[3],
+            family=row[4],
+            agent=row[5],
+            verifier_version=row[6],
+            verifier_passed=bool(row[7]),
+            score=row[8],
+            reward=row[9],
+            error=row[10],
+            checks=tuple(CheckRef(**c) for c in json.loads(row[11])),
+            audit_flags=tuple(json.loads(row[12])),
+            gold_answer=None if row[13] is None else bool(row[13]),
+            stratum=row[14],
+            position=row[15],
+            overlap=row[16],
+            run_gold=bool(row[17]),
+        )
+
+    def items(
+        self, conn: sqlite3.Connection | None = None, where: str = "1", params: tuple[Any, ...] = ()
+    ) -> list[Item]:
+        """Items matching an SQL condition on ``i`` (items) and ``r`` (runs); the condition is ours, never input."""
+        sql = f"SELECT {self._ITEM_COLS} FROM items i JOIN runs r ON r.id=i.run_id WHERE {where} ORDER BY i.id"
+        if conn is not None:
+            return [self._item(r) for r in conn.execute(sql, params)]
+        with self.read() as c:
+            return [self._item(r) for r in c.execute(sql, params)]
+
+    def item(self, item_id: int, conn: sqlite3.Connection | None = None) -> Item | None:
+        found = self.items(conn, "i.id=?", (item_id,))
+        return found[0] if found else None
+
+    def record(self, item_id: int) -> dict[str, Any]:
+        """The full episode record of an item (messages, calls, verdict, task)."""
+        with self.read() as conn:
+            row = conn.execute("SELECT record FROM items WHERE id=?", (item_id,)).fetchone()
+        if row is None:
+            raise MirrorworldError(f"no item {item_id}")
+        data: dict[str, Any] = json.loads(row[0])
+        return data
+
+    def runs(self) -> list[dict[str, Any]]:
+        with self.read() as conn:
+            rows = conn.execute("SELECT id, path, world, agent, meta, gold, added_at FROM runs ORDER BY id").fetchall()
+        return [
+            {
+                "id": r[0],
+                "path": r[1],
+                "world": r[2],
+                "agent": r[3],
+                "meta": json.loads(r[4]),
+                "gold": bool(r[5]),
+                "added_at": r[6],
+            }
+            for r in rows
+        ]
+
+    def make_gold(self, item_id: int, answer: bool, by: int) -> None:
+        """Use an item as a honeypot with a known ``answer`` (normally its adjudicated verdict)."""
+        with self.write() as conn:
+            if conn.execute("UPDATE items SET gold_answer=? WHERE id=?", (int(answer), item_id)).rowcount != 1:
+                raise MirrorworldError(f"no item {item_id}")
+            self.log(conn, by, "gold", {"item": item_id, "answer": answer})
+
+    # -- reviewers and sessions --------------------------------------------------
+
+    def add_reviewer(self, name: str, password: str, role: Role = "reviewer") -> int:
+        name = name.strip()
+        if not name or len(name) > 64 or any(ch.isspace() or not ch.isprintable() for ch in name):
+            raise MirrorworldError("a reviewer name is 1–64 printable characters without spaces")
+        if role not in ROLES:
+            raise MirrorworldError(f"role must be one of {', '.join(ROLES)}")
+        if len(password) < 8:
+            raise MirrorworldError("a password has at least 8 characters")
+        pw = hash_password(password)
+        with self.write() as conn:
+            if conn.execute("SELECT 1 FROM reviewers WHERE name=?", (name,)).fetchone():
+                raise MirrorworldError(f"there is already a reviewer named {name!r}")
+            cur = conn.execute(
+                "INSERT INTO reviewers (name, role, pw, created_at) VALUES (?, ?, ?, ?)", (name, role, pw, self.clock())
+            )
+            rid = int(cur.lastrowid or 0)
+            self.log(conn, rid, "reviewer_added", {"name": name, "role": role})
+        return rid
+
+    @staticmethod
+    def _reviewer(row: Sequence[Any]) -> Reviewer:
+        return Reviewer(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
+
+    _REVIEWER_COLS = "id, name, role, paused, paused_reason, cleared_at"
+
+    def reviewer(self, reviewer_id: int, conn: sqlite3.Connection | None = None) -> Reviewer | None:
+        sql = f"SELECT {self._REVIEWER_COLS} FROM reviewers WHERE id=?"
+        if conn is not None:
+            row = conn.execute(sql, (reviewer_id,)).fetchone()
+        else:
+            with self.read() as c:
+                row = c.execute(sql, (reviewer_id,)).fetchone()
+        return None if row is None else self._reviewer(row)
+
+    def reviewers(self) -> list[Reviewer]:
+        with self.read() as conn:
+            rows = conn.execute(f"SELECT {self._REVIEWER_COLS} FROM reviewers ORDER BY id").fetchall()
+        return [self._reviewer(r) for r in rows]
+
+    def has_admin(self) -> bool:
+        with self.read() as conn:
+            return conn.execute("SELECT 1 FROM reviewers WHERE role='admin'").fetchone() is not None
+
+    def authenticate(self, name: str, password: str) -> Reviewer | None:
+        """The reviewer with this name and password, or None (in the same time either way)."""
+        with self.read() as conn:
+            row = conn.execute(f"SELECT {self._REVIEWER_COLS}, pw FROM reviewers WHERE name=?", (name,)).fetchone()
+        if row is None:
+            verify_password(password, _DUMMY_HASH)
+            return None
+        return self._reviewer(row) if verify_password(password, row[6]) else None
+
+    def failed_sign_in(self, name: str) -> None:
+        """Record a failed sign-in for ``name`` (see :meth:`recent_failures`)."""
+        with self.write() as conn:
+            self.log(conn, None, "sign_in_failed", {"name": name[:64]})
+
+    def recent_failures(self, name: str, seconds: float) -> int:
+        """Failed sign-ins for ``name`` in the last ``seconds`` (the app throttles on it)."""
+        with self.read() as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM events WHERE kind='sign_in_failed' AND at >= ?"
+                " AND json_extract(detail, '$.name')=?",
+                (self.clock() - seconds, name[:64]),
+            ).fetchone()
+        return int(row[0])
+
+    def set_paused(self, reviewer_id: int, paused: bool, reason: str, *, by: int | None) -> None:
+        """Pause a reviewer (no more queue items) or resume one; resuming restarts the quality window."""
+        with self.write() as conn:
+            self._set_paused(conn, reviewer_id, paused, reason, by=by)
+
+    def _set_paused(
+        self, conn: sqlite3.Connection, reviewer_id: int, paused: bool, reason: str, *, by: int | None
+    ) -> None:
+        if paused:
+            n = conn.execute(
+                "UPDATE reviewers SET paused=1, paused_reason=? WHERE id=?", (reason, reviewer_id)
+            ).rowcount
+        else:
+            n = conn.execute(
+                "UPDATE reviewers SET paused=0, paused_reason=NULL, cleared_at=? WHERE id=?",
+                (self.clock(), reviewer_id),
+            ).rowcount
+        if n != 1:
+            raise MirrorworldError(f"no reviewer {reviewer_id}")
+        self.log(conn, by, "paused" if paused else "resumed", {"reviewer": reviewer_id, "reason": reason})
+
+    def create_session(self, reviewer_id: int) -> tuple[str, str]:
+        """A new sign-in session: (session token, CSRF token)."""
+        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        now = self.clock()
+        with self.write() as conn:
+            conn.execute("DELETE FROM sessions WHERE expires_at < ?", (now,))
+            conn.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)", (token, reviewer_id, csrf, now, now + SESSION_SECONDS)
+            )
+            self.log(conn, reviewer_id, "signed_in", {})
+        return token, csrf
+
+    def session(self, token: str) -> tuple[Reviewer, str] | None:
+        """The reviewer and CSRF token of a live session."""
+        with self.read() as conn:
+            row = conn.execute(
+                "SELECT reviewer_id, csrf FROM sessions WHERE token=? AND expires_at >= ?", (token, self.clock())
+            ).fetchone()
+            if row is None:
+                return None
+            reviewer = self.reviewer(row[0], conn)
+        return None if reviewer is None else (reviewer, row[1])
+
+    def end_session(self, token: str) -> None:
+        with self.write() as conn:
+            conn.execute("DELETE FROM sessions WHERE token=?", (token,))
+
+    # -- reviews -----------------------------------------------------------------
+
+    def assignment(self, item_id: int, reviewer_id: int, conn: sqlite3.Connection | None = None) -> float | None:
+        """When ``reviewer_id`` took ``item_id`` (None if they never did)."""
+        sql = "SELECT started_at FROM assignments WHERE item_id=? AND reviewer_id=?"
+        if conn is not None:
+            row = conn.execute(sql, (item_id, reviewer_id)).fetchone()
+        else:
+            with self.read() as c:
+                row = c.execute(sql, (item_id, reviewer_id)).fetchone()
+        return None if row is None else float(row[0])
+
+    def submit_review(
+        self, review: ReviewInput, *, after: Callable[[sqlite3.Connection, ReviewInput], None] | None = None
+    ) -> tuple[int, bool]:
+        """Store a grade; return (review id, created).
+
+        The reviewer must have taken the item. A second submission of the same
+        (item, reviewer) stores nothing and returns the first review's id with
+        ``created`` False. ``after`` runs inside the same transaction once the
+        review is written (the quality check that may pause the reviewer), so
+        the review and its consequences commit together.
+        """
+        if len(review.reason) > MAX_REASON:
+            raise MirrorworldError(f"a reason has at most {MAX_REASON} characters")
+        now = self.clock()
+        with self.write() as conn:
+            item = self.item(review.item_id, conn)
+            if item is None:
+                raise MirrorworldError(f"no item {review.item_id}")
+            keys = {c.key for c in item.checks}
+            unknown = set(review.rubric) - keys
+            if unknown:
+                raise MirrorworldError(f"item {item.id} has no rubric row {sorted(unknown)[0]!r}")
+            existing = conn.execute(
+                "SELECT id FROM reviews WHERE item_id=? AND reviewer_id=?", (review.item_id, review.reviewer_id)
+            ).fetchone()
+            if existing is not None:
+                return int(existing[0]), False
+            started = self.assignment(review.item_id, review.reviewer_id, conn)
+            if started is None:
+                raise MirrorworldError(f"item {review.item_id} was not assigned to this reviewer")
+            cur = conn.execute(
+                "INSERT INTO reviews (item_id, reviewer_id, passed, reason, flag_hacking, flag_task_wrong,"
+                " flag_edge_case, started_at, submitted_at, seconds, reason_keys, reason_pasted, n_rubric)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    review.item_id,
+                    review.reviewer_id,
+                    int(review.passed),
+                    review.reason,
+                    int(review.flag_hacking),
+                    int(review.flag_task_wrong),
+                    int(review.flag_edge_case),
+                    started,
+                    now,
+                    max(0.0, now - started),
+                    max(0, int(review.reason_keys)),
+                    int(review.reason_pasted),
+                    len(review.rubric),
+                ),
+            )
+            review_id = int(cur.lastrowid or 0)
+            conn.executemany(
+                "INSERT INTO rubric (review_id, key, passed) VALUES (?, ?, ?)",
+                [(review_id, k, int(v)) for k, v in sorted(review.rubric.items())],
+            )
+            if after is not None:
+                after(conn, review)
+        return review_id, True
+
+    _REVIEW_COLS = (
+        "v.id, v.item_id, v.reviewer_id, p.name, v.passed, v.reason, v.flag_hacking, v.flag_task_wrong,"
+        " v.flag_edge_case, v.started_at, v.submitted_at, v.seconds, v.reason_keys, v.reason_pasted"
+    )
+
+    def reviews(
+        self, conn: sqlite3.Connection | None = None, where: str = "1", params: tuple[Any, ...] = ()
+    ) -> list[ReviewRow]:
+        """Reviews matching an SQL condition on ``v`` (reviews) and ``p`` (reviewers), oldest first."""
+        sql = (
+            f"SELECT {self._REVIEW_COLS} FROM reviews v JOIN reviewers p ON p.id=v.reviewer_id"
+            f" WHERE {where} ORDER BY v.submitted_at, v.id"
+        )
+
+        def load(c: sqlite3.Connection) -> list[ReviewRow]:
+            rows = c.execute(sql, params).fetchall()
+            rubric: dict[int, dict[str, bool]] = {}
+            if rows:
+                ids = [r[0] for r in rows]
+                for start in range(0, len(ids), 500):
+                    chunk = ids[start : start + 500]
+                    for rid, key, passed in c.execute(
+                        f"SELECT review_id, key, passed FROM rubric WHERE review_id IN ({','.join('?' * len(chunk))})",
+                        chunk,
+                    ):
+                        rubric.setdefault(rid, {})[key] = bool(passed)
+            return [
+                ReviewRow(
+                    id=r[0],
+                    item_id=r[1],
+                    reviewer_id=r[2],
+                    reviewer=r[3],
+                    passed=bool(r[4]),
+                    reason=r[5],
+                    rubric=rubric.get(r[0], {}),
+                    flag_hacking=bool(r[6]),
+                    flag_task_wrong=bool(r[7]),
+                    flag_edge_case=bool(r[8]),
+                    started_at=r[9],
+                    submitted_at=r[10],
+                    seconds=r[11],
+                    reason_keys=r[12],
+                    reason_pasted=bool(r[13]),
+                )
+                for r in rows
+            ]
+
+        if conn is not None:
+            return load(conn)
+        with self.read() as c:
+            return load(c)
+
+    def adjudicate(self, item_id: int, adjudicator_id: int, passed: bool, reason: str) -> None:
+        """Record (or replace) the final human verdict on an item."""
+        if len(reason) > MAX_REASON:
+            raise MirrorworldError(f"a reason has at most {MAX_REASON} characters")
+        with self.write() as conn:
+            if self.item(item_id, conn) is None:
+                raise MirrorworldError(f"no item {item_id}")
+            conn.execute(
+                "INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?, ?, ?)",
+                (item_id, adjudicator_id, int(passed), reason, self.clock()),
+            )
+            self.log(conn, adjudicator_id, "adjudicated", {"item": item_id, "passed": passed})
+
+    def adjudications(self, conn: sqlite3.Connection | None = None) -> dict[int, dict[str, Any]]:
+        sql = (
+            "SELECT a.item_id, a.passed, a.reason, a.created_at, p.name FROM adjudications a"
+            " JOIN reviewers p ON p.id=a.adjudicator_id"
+        )
+
+        def load(c: sqlite3.Connection) -> dict[int, dict[str, Any]]:
+            return {
+                r[0]: {"passed": bool(r[1]), "reason": r[2], "at": r[3], "by": r[4]} for r in c.execute(sql).fetchall()
+            }
+
+        if conn is not None:
+            return load(conn)
+        with self.read() as c:
+            return load(c)
+
+    def version(self) -> tuple[int, ...]:
+        """A value that changes whenever reviews, adjudications or items change (a cache key)."""
+        with self.read() as conn:
+            return tuple(
+                int(conn.execute(sql).fetchone()[0])
+                for sql in (
+                    "SELECT COALESCE(MAX(id), 0) FROM reviews",
+                    "SELECT COUNT(*) FROM reviews",
+                    "SELECT COALESCE(SUM(created_at * 1000), 0) FROM adjudications",
+                    "SELECT COUNT(*) FROM items",
+                    "SELECT COUNT(*) FROM items WHERE gold_answer IS NOT NULL",
+                )
+            )
+
+    def check_consistency(self) -> list[str]:
+        """Problems with the database's invariants (an empty list when it is sound)."""
+        problems: list[str] = []
+        with self.read() as conn:
+            status = conn.execute("PRAGMA integrity_check").fetchone()[0]
+            if status != "ok":
+                problems.append(f"integrity_check: {status}")
+            for row in conn.execute("PRAGMA foreign_key_check"):
+                problems.append(f"foreign key: {row}")
+            for rid, want, got in conn.execute(
+                "SELECT v.id, v.n_rubric, COUNT(b.key) FROM reviews v LEFT JOIN rubric b ON b.review_id=v.id"
+                " GROUP BY v.id HAVING v.n_rubric != COUNT(b.key)"
+            ):
+                problems.append(f"review {rid} has {got} rubric rows, written with {want}")
+            for (rid,) in conn.execute(
+                "SELECT v.id FROM reviews v LEFT JOIN assignments a ON a.item_id=v.item_id AND"
+                " a.reviewer_id=v.reviewer_id WHERE a.item_id IS NULL"
+            ):
+                problems.append(f"review {rid} has no assignment")
+            for (rid,) in conn.execute("SELECT id FROM reviews WHERE submitted_at < started_at OR seconds < 0"):
+                problems.append(f"review {rid} ends before it starts")
+        return problems
+
+
+def _record_dict(rec: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    data: dict[str, Any] = asdict(rec)
+    return data
+
+
+def _audit_flags(path: Path, world_name: str) -> dict[int, list[str]]:
+    """Episode index → the ``audit-run`` rules that flag it."""
+    from mirrorworld.audit.runlog import audit_run
+    from mirrorworld.registry import default
+
+    result = audit_run(path, default.get(world_name))
+    return {int(e["index"]): sorted({f["rule"] for f in e["flags"]}) for e in result["episodes_flagged"]}
