@@ -49,6 +49,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     r.add_argument("--replay", default=None, help="run file for the replay agent")
     r.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint for the openai agent")
     r.add_argument("--model", default=None, help="model name for the openai agent")
+    from mirrorworld.run.multiagent import add_arguments as add_multi_agent
+
+    add_multi_agent(r)
 
     s = sub.add_parser("show", help="show a run file, or one episode of it")
     s.add_argument("run")
@@ -79,6 +82,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
 
     handlers.update(register_review(sub))
 
+    from mirrorworld.fidelity.cli import register as register_fidelity
+
+    handlers.update(register_fidelity(sub))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     b.add_argument("--world", default="helpdesk")
     b.add_argument("--json", action="store_true")
@@ -100,6 +107,10 @@ def _world(name: str, scale: float = 1.0) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.multi_agent:
+        from mirrorworld.run.multiagent import run_multi_agent
+
+        return run_multi_agent(args)
     from mirrorworld.agents import make_agent
     from mirrorworld.run import RunFile, run_episodes, summarize
 

@@ -22,13 +22,31 @@ class Registry:
 
     def __init__(self) -> None:
         self._factories: dict[str, Callable[..., World]] = {}
+        self._env_ids: dict[str, str] = {}
         self._built: dict[tuple[str, float, int], World] = {}
         self._lock = threading.Lock()
 
-    def register(self, name: str, factory: Callable[..., World]) -> None:
+    def register(self, name: str, factory: Callable[..., World], *, env_id: str | None = None) -> None:
+        """Register ``factory(scale=..., data_seed=...)`` under ``name``.
+
+        ``env_id`` is the world's versioned id (``mirrorworld/Helpdesk-v0``), under
+        which it is also registered with Gymnasium; it is known without building
+        the world. When the factory is a ``World`` class, it defaults to the
+        class's own id.
+        """
         if name in self._factories:
             raise RegistryError(f"world {name!r} is already registered")
+        if env_id is None and isinstance(factory, type) and issubclass(factory, World):
+            env_id = f"mirrorworld/{factory.title}-v{factory.version}"
         self._factories[name] = factory
+        self._env_ids[name] = env_id or f"mirrorworld/{name.capitalize()}-v0"
+
+    def env_id(self, name: str) -> str:
+        """The versioned id of world ``name``."""
+        try:
+            return self._env_ids[name]
+        except KeyError:
+            raise RegistryError(f"no world named {name!r} (known: {', '.join(self.names())})") from None
 
     def names(self) -> list[str]:
         return sorted(self._factories)
@@ -53,5 +71,19 @@ def _helpdesk(**kwargs: float) -> World:
     return HelpdeskWorld(**kwargs)  # type: ignore[arg-type]
 
 
+def _sales(**kwargs: float) -> World:
+    from mirrorworld.worlds.sales import SalesWorld
+
+    return SalesWorld(**kwargs)  # type: ignore[arg-type]
+
+
+def _helpdesk_team(**kwargs: float) -> World:
+    from mirrorworld.worlds.helpdesk_team import HelpdeskTeamWorld
+
+    return HelpdeskTeamWorld(**kwargs)  # type: ignore[arg-type]
+
+
 default = Registry()
-default.register("helpdesk", _helpdesk)
+default.register("helpdesk", _helpdesk, env_id="mirrorworld/Helpdesk-v0")
+default.register("sales", _sales, env_id="mirrorworld/Sales-v0")
+default.register("helpdesk_team", _helpdesk_team, env_id="mirrorworld/HelpdeskTeam-v0")

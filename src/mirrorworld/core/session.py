@@ -317,7 +317,7 @@ class Session:
 
     def _advance_clock(self) -> None:
         t = datetime.fromisoformat(self.clock) + CLOCK_STEP
-        new = t.strftime(TIME_FORMAT)
+        new = t.isoformat().replace("+00:00", "Z")
         self._conn.execute("UPDATE sim_clock SET now=? WHERE id=1", (new,))
         self.clock = new
 

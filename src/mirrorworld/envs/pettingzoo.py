@@ -366,8 +366,8 @@ class HelpdeskTeamAEC(AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  
             customer=customer,
         )
         self.possible_agents = list(self._core.possible_agents)
-        self.observation_spaces = dict(self._core.observation_spaces)  # type: ignore[arg-type]
-        self.action_spaces = dict(self._core.action_spaces)  # type: ignore[arg-type]
+        self.observation_spaces = dict(self._core.observation_spaces)
+        self.action_spaces = dict(self._core.action_spaces)
         self.render_mode = render_mode
         self.agents: list[str] = []
 
@@ -392,10 +392,14 @@ class HelpdeskTeamAEC(AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  
         """The tool names of ``agent``'s action indices 1..n (index 0 is ``wait``)."""
         return self._core.tools[agent]
 
-    def observation_space(self, agent: str) -> spaces.Space[Any]:
+    def tool_schemas(self, agent: str) -> list[dict[str, Any]]:
+        """``agent``'s tools in OpenAI function-calling format, in action-index order (for model-backed agents)."""
+        return [self._core.world.tools_by_name[name].openai_schema() for name in self._core.tools[agent]]
+
+    def observation_space(self, agent: str) -> spaces.Dict:
         return self.observation_spaces[agent]
 
-    def action_space(self, agent: str) -> spaces.Space[Any]:
+    def action_space(self, agent: str) -> spaces.Dict:
         return self.action_spaces[agent]
 
     def role_observation(self, agent: str) -> RoleObservation:
@@ -485,8 +489,8 @@ class HelpdeskTeamParallel(ParallelEnv[str, dict[str, Any], Any]):  # type: igno
             customer=customer,
         )
         self.possible_agents = list(self._core.possible_agents)
-        self.observation_spaces = dict(self._core.observation_spaces)  # type: ignore[arg-type]
-        self.action_spaces = dict(self._core.action_spaces)  # type: ignore[arg-type]
+        self.observation_spaces = dict(self._core.observation_spaces)
+        self.action_spaces = dict(self._core.action_spaces)
         self.render_mode = render_mode
         self.agents: list[str] = []
 
@@ -511,10 +515,14 @@ class HelpdeskTeamParallel(ParallelEnv[str, dict[str, Any], Any]):  # type: igno
         """The tool names of ``agent``'s action indices 1..n (index 0 is ``wait``)."""
         return self._core.tools[agent]
 
-    def observation_space(self, agent: str) -> spaces.Space[Any]:
+    def tool_schemas(self, agent: str) -> list[dict[str, Any]]:
+        """``agent``'s tools in OpenAI function-calling format, in action-index order (for model-backed agents)."""
+        return [self._core.world.tools_by_name[name].openai_schema() for name in self._core.tools[agent]]
+
+    def observation_space(self, agent: str) -> spaces.Dict:
         return self.observation_spaces[agent]
 
-    def action_space(self, agent: str) -> spaces.Space[Any]:
+    def action_space(self, agent: str) -> spaces.Dict:
         return self.action_spaces[agent]
 
     def role_observation(self, agent: str) -> RoleObservation:
@@ -568,9 +576,6 @@ class HelpdeskTeamParallel(ParallelEnv[str, dict[str, Any], Any]):  # type: igno
         if self._core.episode is not None:
             self._core.episode.close()
             self._core.episode = None
-
-    def state(self) -> np.ndarray:
-        raise NotImplementedError("the helpdesk team has no global state observation: each role sees its own seat")
 
 
 def raw_env(**kwargs: Any) -> HelpdeskTeamAEC:

@@ -14,12 +14,8 @@ def register_envs(registry: Registry) -> None:
     """Register ``mirrorworld/<Title>-v<version>`` for each world of ``registry``."""
     import gymnasium
 
-    from mirrorworld.worlds.helpdesk.world import HelpdeskWorld
-
-    titles = {"helpdesk": (HelpdeskWorld.title, HelpdeskWorld.version)}
     for name in registry.names():
-        title, version = titles.get(name, (name.capitalize(), 0))
-        env_id = f"mirrorworld/{title}-v{version}"
+        env_id = registry.env_id(name)
         if env_id not in gymnasium.registry:
             gymnasium.register(
                 id=env_id,

@@ -1,0 +1,125 @@
+"""The ``twin`` and ``fidelity`` commands.
+
+``mirrorworld twin up --world sales`` creates (or finds cached) the world's real
+twin database; ``mirrorworld fidelity --world sales`` measures the mirror
+against it. ``fidelity`` exits 1 when a quality bar is missed or, with
+``--against``, when agreement dropped below the saved baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mirrorworld.core.world import World
+from mirrorworld.errors import MirrorworldError, RegistryError
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> dict[str, Any]:
+    """Add the twin and fidelity commands to an argparse subparsers object; return their handlers."""
+    t = sub.add_parser("twin", help="create and cache a world's real twin (a Tryton database for sales)")
+    t.add_argument("action", choices=("up", "path"), help="up: create it if needed; path: print the cached file")
+    t.add_argument("--world", default="sales")
+    t.add_argument("--option", action="append", metavar="KEY=VALUE", help="build a changed twin (tax_rounding=line)")
+    f = sub.add_parser("fidelity", help="measure a mirror against its real twin, call by call")
+    f.add_argument("--world", default="sales")
+    f.add_argument("--calls", type=int, default=1200, help="random calls to replay (half valid, half with bad input)")
+    f.add_argument("--seeds", type=int, default=2, help="task seeds per family for gold and audit traces")
+    f.add_argument("--no-audit", action="store_true", help="skip the audit's mutant/variant trajectories")
+    f.add_argument("--trajectories", default=None, metavar="FILE", help="recorded trajectories (JSONL) to replay too")
+    f.add_argument("--json", action="store_true")
+    f.add_argument("--html", default=None, metavar="FILE")
+    f.add_argument("--against", default=None, metavar="BASELINE", help="fail if agreement dropped below this baseline")
+    f.add_argument("--save-baseline", default=None, metavar="FILE", help="save this run as a baseline")
+    f.add_argument(
+        "--twin-option", action="append", metavar="KEY=VALUE", help="measure against a changed twin (tax_rounding=line)"
+    )
+    return {"twin": cmd_twin, "fidelity": cmd_fidelity}
+
+
+def world_named(name: str) -> World:
+    """A registered world; the sales world also before it is registered."""
+    from mirrorworld.registry import default
+
+    try:
+        return default.get(name)
+    except RegistryError:
+        if name.lower() == "sales":
+            from mirrorworld.worlds.sales import SalesWorld
+
+            return SalesWorld()
+        raise
+
+
+def cmd_twin(args: argparse.Namespace) -> int:
+    from mirrorworld.twin.db import cache_dir, ensure, parse_options, twin_key
+
+    world = world_named(args.world)
+    options = parse_options(args.option)
+    if args.action == "path":
+        print(cache_dir() / f"{world.name}-{twin_key(world, options)}.sqlite")
+        return 0
+    path = ensure(world, options=options, log=lambda m: print(m, file=sys.stderr))
+    print(path)
+    return 0
+
+
+RANDOM_LENGTH = 20
+
+
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    from mirrorworld.fidelity.baseline import drift, load_baseline, save_baseline
+    from mirrorworld.fidelity.harness import run_fidelity
+    from mirrorworld.fidelity.report import failed_bars, fidelity_html, summary_lines, to_dict
+    from mirrorworld.fidelity.traces import Trace, audit_traces, gold_traces, recorded_traces
+    from mirrorworld.twin.backend import TwinBackend
+    from mirrorworld.twin.db import ensure, parse_options
+
+    if args.calls < 0 or args.seeds < 1:
+        raise MirrorworldError("--calls must be at least 0 and --seeds at least 1")
+    baseline = load_baseline(Path(args.against)) if args.against else None
+    world = world_named(args.world)
+    options = parse_options(args.twin_option)
+    database = ensure(world, options=options, log=lambda m: print(m, file=sys.stderr))
+    traces: list[Trace] = list(gold_traces(world, args.seeds))
+    if not args.no_audit:
+        traces += list(audit_traces(world, args.seeds))
+    if args.trajectories:
+        traces += list(recorded_traces(Path(args.trajectories)))
+    n = (args.calls + RANDOM_LENGTH - 1) // RANDOM_LENGTH
+    for i in range(n):
+        kind = "random" if i % 2 == 0 else "invalid"
+        traces.append(Trace(kind, f"{kind} {i}", kind, seed=i, length=RANDOM_LENGTH))
+    with TwinBackend(world, database) as twin:
+        run = run_fidelity(world, twin, traces)
+    data = to_dict(run)
+    data["twin_options"] = options
+    full = args.calls >= 1000
+    data["failed_bars"] = failed_bars(data, full=full)
+    if baseline is not None:
+        data["drift"] = drift(data, baseline)
+    if args.save_baseline:
+        save_baseline(data, Path(args.save_baseline))
+    if args.html:
+        Path(args.html).write_text(fidelity_html(data), encoding="utf-8")
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        for line in summary_lines(data):
+            print(line)
+        for bar in data["failed_bars"]:
+            print(f"QUALITY BAR MISSED: {bar}")
+        if baseline is not None:
+            d = data["drift"]
+            for line in d["changes"]:
+                print(f"changed: {line}")
+            for line in d["regressions"]:
+                print(f"REGRESSION: {line}")
+            print(f"divergences new since baseline: {len(d['new_divergences'])}, gone: {len(d['gone_divergences'])}")
+    failed = bool(data["failed_bars"]) or bool(baseline is not None and data["drift"]["regressions"])
+    return 1 if failed else 0

@@ -1,0 +1,313 @@
+"""The traces the fidelity harness replays on both backends.
+
+A :class:`Trace` is a named list of tool calls that starts from the pristine
+state. Sources:
+
+* ``gold`` — every task family's gold solution, for seeds ``0 .. seeds-1``;
+* ``audit`` — the audit's mutants and variants of those gold solutions (wrong
+  targets, wrong values, dropped writes, reordered writes, reformatted
+  arguments, a malformed call then the right one): realistic agent mistakes;
+* ``random`` — seeded random sequences of *plausible* calls, each drawn from
+  the state the previous calls left (a quotation to confirm, a waiting
+  shipment to ship...), which walk the state machines far from any task;
+* ``invalid`` — seeded random sequences mixing valid calls with bad input
+  (unknown tools, malformed JSON, wrong types, missing or unknown arguments,
+  missing records, invalid emails, out-of-range amounts, illegal transitions);
+* ``recorded`` — recorded agent trajectories: a run file written by
+  ``mirrorworld run``, or a JSONL file whose lines are
+  ``{"name": ..., "calls": [{"tool": ..., "args": {...}}, ...]}``.
+
+Random traces are drawn against the mirror as it replays (the next call
+depends on the state the previous ones left); the twin then replays exactly the
+same calls.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from mirrorworld.core.session import Session
+from mirrorworld.core.task import ToolCall
+from mirrorworld.core.world import World
+from mirrorworld.errors import MirrorworldError
+
+__all__ = ["Trace", "audit_traces", "gold_traces", "random_call", "recorded_traces"]
+
+
+@dataclass
+class Trace:
+    """A named call sequence from the pristine state; ``family`` groups it in reports."""
+
+    kind: str
+    name: str
+    family: str
+    calls: list[ToolCall] = field(default_factory=list)
+    seed: int | None = None
+    """For random traces: the seed that draws the calls (``calls`` is filled while replaying)."""
+    length: int = 0
+    """For random traces: how many calls to draw."""
+
+
+def gold_traces(world: World, seeds: int) -> Iterator[Trace]:
+    for family in world.families:
+        for seed in range(seeds):
+            task = world.task(family.name, seed)
+            yield Trace("gold", f"gold {task.id}", family.name, list(task.gold))
+
+
+def audit_traces(world: World, seeds: int) -> Iterator[Trace]:
+    from mirrorworld.audit.cases import mutant_cases, variant_cases
+
+    for family in world.families:
+        for seed in range(seeds):
+            task = world.task(family.name, seed)
+            rng = random.Random(f"fidelity/{task.id}")
+            for case in [*mutant_cases(world, task, rng), *variant_cases(world, task)]:
+                yield Trace(
+                    "audit", f"{case.kind} {case.operator} {task.id}: {case.name}", family.name, list(case.calls)
+                )
+
+
+def recorded_traces(path: Path) -> Iterator[Trace]:
+    """Recorded trajectories: a run file of ``mirrorworld run``, or JSONL lines of calls."""
+    if path.suffix not in (".jsonl", ".json"):
+        yield from _run_file_traces(path)
+        return
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise MirrorworldError(f"cannot read trajectories {path}: {exc}") from None
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            calls = [ToolCall(str(c["tool"]), c.get("args", {})) for c in record["calls"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MirrorworldError(f"{path}:{i + 1}: not a trajectory line ({exc})") from None
+        yield Trace("recorded", str(record.get("name", f"{path.name}:{i + 1}")), "recorded", calls)
+
+
+def _run_file_traces(path: Path) -> Iterator[Trace]:
+    from mirrorworld.run.trajectories import RunFile
+
+    with RunFile.open(path) as run:
+        for ep in run.episodes():
+            # A call whose argument text did not parse was recorded without arguments: replay it as unparsable.
+            calls = [ToolCall(str(e["tool"]), e["args"] if e["args"] is not None else "{not json") for e in ep.calls]
+            yield Trace("recorded", f"{path.name} episode {ep.index} ({ep.agent} on {ep.task_id})", "recorded", calls)
+
+
+# -- random calls -------------------------------------------------------------------
+
+
+def _ids(s: Session, sql: str) -> list[int]:
+    return [int(r[0]) for r in s.db.execute(sql).fetchall()]
+
+
+def _pick(rng: random.Random, ids: list[int], fallback: int = 1) -> int:
+    return rng.choice(ids) if ids else fallback
+
+
+_EMAILS_BAD = ("not-an-email", "sales@@example.com", "a b@example.com", "x@", "@example.com", "orders@host")
+_STRINGS_HOSTILE = ("'; DROP TABLE sale_sale; --", "%_\\", "ünïcødé ✓", "\x1b[2J")
+
+
+def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
+    """One call drawn from the mirror session's current state; bad input with probability ``invalid``."""
+    if rng.random() < invalid:
+        return _invalid_call(rng, s)
+    tool = rng.choice(
+        (
+            "search_parties",
+            "get_party",
+            "search_products",
+            "get_product",
+            "get_opportunity",
+            "get_sale",
+            "list_sales",
+            "get_invoice",
+            "add_contact",
+            "create_lead",
+            "create_lead",
+            "qualify_lead",
+            "mark_lost",
+            "create_quotation",
+            "request_discount_approval",
+            "add_line",
+            "add_line",
+            "quote_sale",
+            "quote_sale",
+            "confirm_sale",
+            "confirm_sale",
+            "cancel_sale",
+            "ship_shipment",
+            "ship_shipment",
+            "post_invoice",
+            "post_invoice",
+            "pay_invoice",
+            "pay_invoice",
+        )
+    )
+    parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
+    if tool == "search_parties":
+        return ToolCall(tool, {"query": rng.choice(("ac", "Bak", "labs", "o", "Zephyr", "12", "Summit Out"))})
+    if tool == "search_products":
+        return ToolCall(tool, {"query": rng.choice(("desk", "P00", "er", "Toner", "lamp", "zz"))})
+    if tool in ("get_party", "list_sales"):
+        return ToolCall(tool, {"party_id": _pick(rng, parties)})
+    if tool == "get_product":
+        return ToolCall(tool, {"product_id": _pick(rng, _ids(s, "SELECT id FROM products"))})
+    if tool == "get_opportunity":
+        return ToolCall(tool, {"opportunity_id": _pick(rng, _ids(s, "SELECT id FROM opportunities"))})
+    if tool == "get_sale":
+        return ToolCall(tool, {"sale_id": _pick(rng, _ids(s, "SELECT id FROM sales"))})
+    if tool == "get_invoice":
+        return ToolCall(tool, {"invoice_id": _pick(rng, _ids(s, "SELECT id FROM invoices"))})
+    if tool == "add_contact":
+        kind = rng.choice(("email", "phone"))
+        value = (
+            f"buyer{rng.randint(1, 999)}@client{rng.randint(1, 99)}.example"
+            if kind == "email"
+            else (f"+1 555 {rng.randint(1000000, 9999999)}")
+        )
+        return ToolCall(tool, {"party_id": _pick(rng, parties), "kind": kind, "value": value})
+    if tool == "create_lead":
+        return ToolCall(
+            tool,
+            {
+                "party_id": _pick(rng, parties),
+                "description": "Random interest",
+                "amount": f"{rng.randint(0, 900)}.{rng.randint(0, 99):02d}",
+            },
+        )
+    if tool in ("qualify_lead", "mark_lost"):
+        opps = _ids(s, "SELECT id FROM opportunities WHERE state IN ('lead','opportunity')")
+        if rng.random() < 0.2:
+            opps = _ids(s, "SELECT id FROM opportunities")
+        args: dict[str, Any] = {"opportunity_id": _pick(rng, opps)}
+        if tool == "mark_lost":
+            args["reason"] = "No budget this year"
+        return ToolCall(tool, args)
+    if tool == "create_quotation":
+        return ToolCall(tool, {"party_id": _pick(rng, parties), "description": "Random order"})
+    drafts = _ids(s, "SELECT id FROM sales WHERE state='draft'")
+    if tool == "request_discount_approval":
+        return ToolCall(
+            tool,
+            {
+                "sale_id": _pick(rng, drafts),
+                "discount": str(rng.choice((8, 12, 15, 22.5, 30, 35))),
+                "reason": "Loyal customer",
+            },
+        )
+    if tool == "add_line":
+        return ToolCall(
+            tool,
+            {
+                "sale_id": _pick(rng, drafts if rng.random() < 0.9 else _ids(s, "SELECT id FROM sales")),
+                "product_id": _pick(rng, _ids(s, "SELECT id FROM products")),
+                "quantity": rng.randint(1, 9),
+                "discount": str(rng.choice((0, 0, 0, 2.5, 5, 10, 12, 15, 20))),
+            },
+        )
+    if tool == "quote_sale":
+        return ToolCall(
+            tool, {"sale_id": _pick(rng, drafts if rng.random() < 0.85 else _ids(s, "SELECT id FROM sales"))}
+        )
+    if tool == "confirm_sale":
+        quotes = _ids(s, "SELECT id FROM sales WHERE state='quotation'")
+        return ToolCall(
+            tool, {"sale_id": _pick(rng, quotes if rng.random() < 0.85 else _ids(s, "SELECT id FROM sales"))}
+        )
+    if tool == "cancel_sale":
+        return ToolCall(tool, {"sale_id": _pick(rng, _ids(s, "SELECT id FROM sales"))})
+    if tool == "ship_shipment":
+        waiting = _ids(s, "SELECT id FROM shipments WHERE state='waiting'")
+        return ToolCall(
+            tool, {"shipment_id": _pick(rng, waiting if rng.random() < 0.85 else _ids(s, "SELECT id FROM shipments"))}
+        )
+    if tool == "post_invoice":
+        drafts_inv = _ids(s, "SELECT id FROM invoices WHERE state='draft'")
+        return ToolCall(
+            tool, {"invoice_id": _pick(rng, drafts_inv if rng.random() < 0.85 else _ids(s, "SELECT id FROM invoices"))}
+        )
+    posted = s.db.execute("SELECT id, total, paid FROM invoices WHERE state='posted'").fetchall()
+    if posted and rng.random() < 0.85:
+        iid, total, paid = rng.choice(posted)
+        due = Decimal(total) - Decimal(paid)
+        amount = due if rng.random() < 0.6 else (due / 2).quantize(Decimal("0.01"))
+        return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(max(amount, Decimal("0.01")))})
+    return ToolCall("pay_invoice", {"invoice_id": _pick(rng, _ids(s, "SELECT id FROM invoices")), "amount": "10.00"})
+
+
+def _invalid_call(rng: random.Random, s: Session) -> ToolCall:
+    kind = rng.randrange(14)
+    parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
+    if kind == 0:
+        return ToolCall(rng.choice(("delete_everything", "get_sales", "")), {})
+    if kind == 1:
+        return ToolCall(
+            rng.choice(("get_sale", "add_line", "quote_sale")), rng.choice(("{not json", "[1, 2]", '{"sale_id": '))
+        )
+    if kind == 2:
+        return ToolCall("get_sale", {"sale_id": rng.choice(("abc", True, 1.5, None, [1]))})
+    if kind == 3:
+        return ToolCall(
+            rng.choice(("confirm_sale", "cancel_sale", "get_sale")), {"sale_id": rng.choice((0, -4, 99999))}
+        )
+    if kind == 4:
+        return ToolCall(
+            "add_contact", {"party_id": _pick(rng, parties), "kind": "email", "value": rng.choice(_EMAILS_BAD)}
+        )
+    if kind == 5:
+        return ToolCall("add_contact", {"party_id": _pick(rng, parties), "kind": "fax", "value": "123"})
+    if kind == 6:
+        return ToolCall(
+            "create_lead",
+            {"party_id": _pick(rng, parties), "description": "x", "amount": rng.choice(("-5", "1.234", "lots"))},
+        )
+    if kind == 7:
+        sale = _pick(rng, _ids(s, "SELECT id FROM sales WHERE state='draft'"))
+        return ToolCall(
+            "add_line", {"sale_id": sale, "product_id": 1, "quantity": rng.choice((0, -2, 10**6)), "discount": "0"}
+        )
+    if kind == 8:
+        sale = _pick(rng, _ids(s, "SELECT id FROM sales WHERE state='draft'"))
+        return ToolCall(
+            "add_line",
+            {"sale_id": sale, "product_id": 2, "quantity": 1, "discount": rng.choice(("45", "101", "-3", "12.345"))},
+        )
+    if kind == 9:
+        sale = _pick(rng, _ids(s, "SELECT id FROM sales WHERE state<>'draft'"))
+        return ToolCall(
+            rng.choice(("quote_sale", "add_line", "request_discount_approval")),
+            {"sale_id": sale} if rng.random() < 0.5 else {"sale_id": sale, "extra": 1},
+        )
+    if kind == 10:
+        posted = s.db.execute("SELECT id, total FROM invoices WHERE state='posted'").fetchall()
+        iid, total = rng.choice(posted) if posted else (1, "1.00")
+        return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(Decimal(total) + Decimal("0.01"))})
+    if kind == 11:
+        done = _ids(s, "SELECT id FROM opportunities WHERE state NOT IN ('lead','opportunity')")
+        return ToolCall(
+            rng.choice(("qualify_lead", "mark_lost")),
+            {"opportunity_id": _pick(rng, done), "reason": "late"}
+            if rng.random() < 0.5
+            else {"opportunity_id": _pick(rng, done)},
+        )
+    if kind == 12:
+        return ToolCall(
+            rng.choice(("search_parties", "search_products")),
+            {"query": rng.choice(("", " x ", "y" * 300, *_STRINGS_HOSTILE))},
+        )
+    return ToolCall(
+        rng.choice(("ship_shipment", "post_invoice")),
+        {rng.choice(("shipment_id", "invoice_id")): _pick(rng, _ids(s, "SELECT id FROM shipments WHERE state='done'"))},
+    )

@@ -1,0 +1,623 @@
+"""The sales world's tools implemented on a real Tryton database.
+
+Every function here takes the Tryton pool and the arguments the mirror's tool
+declaration already validated and coerced (the argument interface is shared:
+``ToolSpec.validate`` runs first on both backends), and returns the same JSON
+shape the mirror's tool returns. Business behaviour comes from Tryton: its
+workflows decide which transitions happen (a transition Tryton does not allow
+is silently skipped by Tryton, which the adapter reports as ``invalid_state``),
+its validations raise ``UserError`` (reported as ``validation_error``, or the
+code in :data:`ERROR_CODES`), its sequences number records and its tax engine
+computes amounts.
+
+What Tryton itself has no notion of is the desk's own policy, and only that is
+enforced here, exactly as the mirror states it: the discount approval rule
+(approvals are kept as notes on the sale, ``ir.note``), the line discount
+(kept in the line's note) and the argument ranges every tool shares.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from mirrorworld.errors import ToolError
+from mirrorworld.worlds.sales.rules import DISCOUNT_FREE_LIMIT, DISCOUNT_MAX, money, price_text, unit_price
+
+__all__ = ["ERROR_CODES", "TOOLS", "canonical_state", "context"]
+
+ERROR_CODES = {"PayInvoiceError": "policy_refused"}
+"""Tryton error classes whose refusal maps to another code than ``validation_error``."""
+
+APPROVAL_PREFIX = "discount approval: "
+DISCOUNT_PREFIX = "discount: "
+INTERNAL_PARTIES = (1, 2)
+"""The company's party and the sales employee's party (not customers)."""
+
+
+def _get(pool: Any, model: str, what: str, ident: int) -> Any:
+    Model = pool.get(model)
+    found = Model.search([("id", "=", ident)], limit=1)
+    if not found:
+        raise ToolError("not_found", f"no {what} {ident}")
+    return found[0]
+
+
+def _query(text: str) -> str:
+    q = " ".join(text.split())
+    if len(q) < 2:
+        raise ToolError("invalid_arguments", "query must have at least 2 characters")
+    if len(q) > 200:
+        raise ToolError("invalid_arguments", "query must have at most 200 characters")
+    return q
+
+
+def _text(value: str, name: str, limit: int = 500) -> str:
+    text = " ".join(value.split())
+    if not text:
+        raise ToolError("invalid_arguments", f"{name} must not be empty")
+    if len(text) > limit:
+        raise ToolError("invalid_arguments", f"{name} must have at most {limit} characters")
+    return text
+
+
+def _pattern(q: str) -> str:
+    from trytond.tools import escape_wildcard  # type: ignore[import-untyped,import-not-found]
+
+    return f"%{escape_wildcard(q)}%"
+
+
+def _sale_name(sale: Any) -> str:
+    return str(sale.number or sale.id)
+
+
+def context(pool: Any) -> dict[str, Any]:
+    """The Tryton context every twin call runs in: the company, its employee, warnings skipped."""
+    Company = pool.get("company.company")
+    Employee = pool.get("company.employee")
+    company = Company.search([], limit=1)[0]
+    employee = Employee.search([], limit=1)[0]
+    return {"company": company.id, "employee": employee.id, "_skip_warnings": True}
+
+
+def _warehouse_storage(pool: Any) -> Any:
+    Location = pool.get("stock.location")
+    return Location.search([("type", "=", "warehouse")], limit=1)[0].storage_location
+
+
+def _on_hand(pool: Any, products: list[Any]) -> dict[int, int]:
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    Product = pool.get("product.product")
+    storage = _warehouse_storage(pool)
+    with Transaction().set_context(locations=[storage.id], with_childs=True):
+        found = Product.browse([p.id for p in products])
+        return {p.id: int(p.quantity) for p in found}
+
+
+def _amounts(sale: Any) -> tuple[str, str, str]:
+    return money(sale.untaxed_amount), money(sale.tax_amount), money(sale.total_amount)
+
+
+def _reload(pool: Any, model: str, ident: int) -> Any:
+    return pool.get(model)(ident)
+
+
+def _process_sales(pool: Any, sales: list[Any]) -> None:
+    """Run Tryton's sale processing now (Tryton queues it until commit; a twin session never commits)."""
+    Sale = pool.get("sale.sale")
+    Sale.process(Sale.browse([s.id for s in sales]))
+
+
+# -- reads ----------------------------------------------------------------------
+
+
+def get_policy(pool: Any, policy: str) -> dict[str, Any]:
+    return {"policy": policy}
+
+
+def search_parties(pool: Any, query: str) -> dict[str, Any]:
+    Party = pool.get("party.party")
+    p = _pattern(_query(query))
+    found = Party.search(
+        [("id", "not in", INTERNAL_PARTIES), ["OR", ("name", "ilike", p), ("code", "ilike", p)]],
+        order=[("id", "ASC")],
+        limit=10,
+    )
+    return {"parties": [{"id": x.id, "code": x.code, "name": x.name} for x in found]}
+
+
+def get_party(pool: Any, party_id: int) -> dict[str, Any]:
+    party = _get(pool, "party.party", "party", party_id)
+    Address = pool.get("party.address")
+    addresses = Address.search([("party", "=", party.id)], order=[("id", "ASC")], limit=1)
+    address = (
+        {"street": addresses[0].street, "city": addresses[0].city, "postal_code": addresses[0].postal_code}
+        if addresses
+        else None
+    )
+    Mechanism = pool.get("party.contact_mechanism")
+    contacts = Mechanism.search([("party", "=", party.id)], order=[("id", "ASC")])
+    Opportunity = pool.get("sale.opportunity")
+    opps = Opportunity.search([("party", "=", party.id)], order=[("id", "ASC")])
+    Sale = pool.get("sale.sale")
+    sales = Sale.search([("party", "=", party.id)], order=[("id", "ASC")])
+    return {
+        "party": {"id": party.id, "code": party.code, "name": party.name},
+        "address": address,
+        "contacts": [{"id": c.id, "type": c.type, "value": c.value} for c in contacts],
+        "opportunities": [{"id": o.id, "number": o.number, "state": o.state} for o in opps],
+        "sales": [{"id": s.id, "number": s.number, "state": s.state} for s in sales],
+    }
+
+
+def _product_row(product: Any, on_hand: dict[int, int]) -> dict[str, Any]:
+    return {
+        "id": product.id,
+        "code": product.code,
+        "name": product.name,
+        "list_price": price_text(product.template.list_price),
+        "on_hand": on_hand[product.id],
+    }
+
+
+def search_products(pool: Any, query: str) -> dict[str, Any]:
+    Product = pool.get("product.product")
+    p = _pattern(_query(query))
+    found = Product.search(["OR", ("name", "ilike", p), ("code", "ilike", p)], order=[("id", "ASC")], limit=10)
+    stock = _on_hand(pool, found)
+    return {"products": [_product_row(x, stock) for x in found]}
+
+
+def get_product(pool: Any, product_id: int) -> dict[str, Any]:
+    product = _get(pool, "product.product", "product", product_id)
+    return {"product": _product_row(product, _on_hand(pool, [product]))}
+
+
+def _opportunity_row(o: Any) -> dict[str, Any]:
+    return {
+        "id": o.id,
+        "number": o.number,
+        "party_id": o.party.id,
+        "description": o.description,
+        "amount": money(o.amount or Decimal(0)),
+        "state": o.state,
+        "lost_reason": o.lost_reason,
+    }
+
+
+def get_opportunity(pool: Any, opportunity_id: int) -> dict[str, Any]:
+    return {"opportunity": _opportunity_row(_get(pool, "sale.opportunity", "opportunity", opportunity_id))}
+
+
+def _approvals(pool: Any, sale: Any) -> list[tuple[int, Decimal, str]]:
+    Note = pool.get("ir.note")
+    notes = Note.search([("resource", "=", f"sale.sale,{sale.id}")], order=[("id", "ASC")])
+    out = []
+    for n in notes:
+        if n.message and n.message.startswith(APPROVAL_PREFIX):
+            discount, _sep, reason = n.message[len(APPROVAL_PREFIX) :].partition(" | ")
+            out.append((n.id, Decimal(discount), reason))
+    return out
+
+
+def _line_discount(line: Any) -> Decimal:
+    note = line.note or ""
+    return Decimal(note[len(DISCOUNT_PREFIX) :]) if note.startswith(DISCOUNT_PREFIX) else Decimal(0)
+
+
+def _invoice_paid(inv: Any) -> Decimal:
+    if inv.state in ("posted", "paid"):
+        return Decimal(inv.total_amount) - Decimal(inv.amount_to_pay or 0)
+    return Decimal(0)
+
+
+def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    untaxed, tax, total = _amounts(sale)
+    lines = sorted((ln for ln in sale.lines if ln.type == "line"), key=lambda ln: ln.id)
+    return {
+        "sale": {
+            "id": sale.id,
+            "number": sale.number,
+            "party_id": sale.party.id,
+            "description": sale.description,
+            "state": sale.state,
+            "invoice_state": sale.invoice_state,
+            "shipment_state": sale.shipment_state,
+            "untaxed_amount": untaxed,
+            "tax_amount": tax,
+            "total_amount": total,
+        },
+        "lines": [
+            {
+                "id": ln.id,
+                "product_id": ln.product.id,
+                "quantity": int(ln.quantity),
+                "unit_price": price_text(ln.unit_price),
+                "discount": money(_line_discount(ln)),
+            }
+            for ln in lines
+        ],
+        "approvals": [{"id": i, "discount": money(d), "reason": r} for i, d, r in _approvals(pool, sale)],
+        "shipments": [{"id": s.id, "state": s.state} for s in sorted(sale.shipments, key=lambda s: s.id)],
+        "invoices": [
+            {"id": i.id, "number": i.number, "state": i.state, "total": money(i.total_amount)}
+            for i in sorted(sale.invoices, key=lambda i: i.id)
+        ],
+    }
+
+
+def list_sales(pool: Any, party_id: int) -> dict[str, Any]:
+    party = _get(pool, "party.party", "party", party_id)
+    Sale = pool.get("sale.sale")
+    sales = Sale.search([("party", "=", party.id)], order=[("id", "DESC")])
+    return {"sales": [{"id": s.id, "number": s.number, "description": s.description, "state": s.state} for s in sales]}
+
+
+def _invoice_sale(inv: Any) -> Any:
+    sales = {ln.origin.sale for ln in inv.lines if ln.origin is not None and ln.origin.__name__ == "sale.line"}
+    return next(iter(sales)) if sales else None
+
+
+def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
+    inv = _get(pool, "account.invoice", "invoice", invoice_id)
+    sale = _invoice_sale(inv)
+    total = Decimal(inv.total_amount)
+    paid = _invoice_paid(inv)
+    return {
+        "invoice": {
+            "id": inv.id,
+            "sale_id": sale.id if sale is not None else None,
+            "number": inv.number,
+            "state": inv.state,
+            "untaxed": money(inv.untaxed_amount),
+            "tax": money(inv.tax_amount),
+            "total": money(total),
+            "paid": money(paid),
+            "amount_due": money(total - paid),
+        }
+    }
+
+
+# -- writes ---------------------------------------------------------------------
+
+
+def add_contact(pool: Any, party_id: int, kind: str, value: str) -> dict[str, Any]:
+    party = _get(pool, "party.party", "party", party_id)
+    value = _text(value, "value", 200)
+    Mechanism = pool.get("party.contact_mechanism")
+    (created,) = Mechanism.create([{"party": party.id, "type": kind, "value": value}])
+    return {"contact_id": created.id}
+
+
+def create_lead(pool: Any, party_id: int, description: str, amount: Decimal) -> dict[str, Any]:
+    party = _get(pool, "party.party", "party", party_id)
+    description = _text(description, "description", 200)
+    if amount < 0:
+        raise ToolError("invalid_arguments", "amount must not be negative")
+    if amount != amount.quantize(Decimal("0.01")):
+        raise ToolError("invalid_arguments", "amount has more than two decimal places")
+    Opportunity = pool.get("sale.opportunity")
+    opp = Opportunity(party=party, description=description, amount=amount)
+    opp.save()
+    return {"opportunity_id": opp.id, "number": opp.number, "state": opp.state}
+
+
+def _transition(pool: Any, record: Any, method: str, to: str, what: str, message: str) -> Any:
+    """Run a Tryton workflow button; Tryton skips a transition it does not allow, which is an error here."""
+    Model = pool.get(record.__name__)
+    before = record.state
+    getattr(Model, method)([record])
+    fresh = Model(record.id)
+    if before == to or fresh.state != to:
+        raise ToolError("invalid_state", message, rule=what)
+    return fresh
+
+
+def qualify_lead(pool: Any, opportunity_id: int) -> dict[str, Any]:
+    opp = _get(pool, "sale.opportunity", "opportunity", opportunity_id)
+    if opp.state == "lead" and opp.employee is None:
+        Employee = pool.get("company.employee")
+        opp.employee = Employee.search([], limit=1)[0]
+        opp.save()
+    fresh = _transition(
+        pool,
+        opp,
+        "opportunity",
+        "opportunity",
+        "opportunity_workflow",
+        f"opportunity {opp.number} is {opp.state}; only lead can become opportunity",
+    )
+    return {"opportunity_id": fresh.id, "number": fresh.number, "state": fresh.state}
+
+
+def mark_lost(pool: Any, opportunity_id: int, reason: str) -> dict[str, Any]:
+    opp = _get(pool, "sale.opportunity", "opportunity", opportunity_id)
+    message = f"opportunity {opp.number} is {opp.state}; only lead or opportunity can become lost"
+    if opp.state not in ("lead", "opportunity"):
+        # Tryton also allows converted -> lost, which this desk's tools never reach.
+        raise ToolError("invalid_state", message, rule="opportunity_workflow")
+    reason = _text(reason, "reason")
+    opp.lost_reason = reason
+    opp.save()
+    fresh = _transition(pool, opp, "lost", "lost", "opportunity_workflow", message)
+    return {"opportunity_id": fresh.id, "number": fresh.number, "state": fresh.state}
+
+
+def create_quotation(pool: Any, party_id: int, description: str) -> dict[str, Any]:
+    party = _get(pool, "party.party", "party", party_id)
+    description = _text(description, "description", 200)
+    Sale = pool.get("sale.sale")
+    sale = Sale()
+    sale.party = party
+    sale.on_change_party()
+    sale.description = description
+    sale.save()
+    return {"sale_id": sale.id, "state": sale.state}
+
+
+def _draft_sale(pool: Any, sale_id: int, action: str) -> Any:
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    if sale.state != "draft":
+        raise ToolError(
+            "invalid_state",
+            f"sale {_sale_name(sale)} is {sale.state}; {action} only a draft sale",
+            rule="sale_workflow",
+        )
+    return sale
+
+
+def request_discount_approval(pool: Any, sale_id: int, discount: Decimal, reason: str) -> dict[str, Any]:
+    sale = _draft_sale(pool, sale_id, "discounts are approved for")
+    reason = _text(reason, "reason")
+    if discount <= 0 or discount > 100 or discount != discount.quantize(Decimal("0.01")):
+        raise ToolError("invalid_arguments", "discount must be a percentage above 0 and at most 100, two decimals")
+    if discount <= DISCOUNT_FREE_LIMIT:
+        raise ToolError("policy_refused", f"a discount of {discount}% needs no approval", rule="discount_approval")
+    if discount > DISCOUNT_MAX:
+        raise ToolError("policy_refused", f"discounts above {DISCOUNT_MAX}% are never approved", rule="discount_max")
+    Note = pool.get("ir.note")
+    (note,) = Note.create(
+        [{"resource": f"sale.sale,{sale.id}", "message": f"{APPROVAL_PREFIX}{money(discount)} | {reason}"}]
+    )
+    return {"approval_id": note.id, "sale_id": sale.id, "discount": money(discount)}
+
+
+def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
+    sale = _draft_sale(pool, sale_id, "lines are added to")
+    product = _get(pool, "product.product", "product", product_id)
+    if quantity < 1 or quantity > 100_000:
+        raise ToolError("invalid_arguments", "quantity must be a whole number from 1 to 100000")
+    if discount < 0 or discount > 100 or discount != discount.quantize(Decimal("0.01")):
+        raise ToolError("invalid_arguments", "discount must be a percentage from 0 to 100 with two decimals at most")
+    if discount > DISCOUNT_FREE_LIMIT:
+        approved = [d for _i, d, _r in _approvals(pool, sale)]
+        if not approved or max(approved) < discount:
+            raise ToolError(
+                "policy_refused",
+                f"a discount of {discount}% needs an approval for this sale (above {DISCOUNT_FREE_LIMIT}%)",
+                rule="discount_approval",
+            )
+    Line = pool.get("sale.line")
+    line = Line()
+    line.sale = sale
+    line.type = "line"
+    line.product = product
+    line.quantity = float(quantity)
+    line.unit = product.sale_uom
+    line.on_change_product()
+    price = unit_price(Decimal(product.template.list_price), discount)
+    line.unit_price = price
+    line.note = f"{DISCOUNT_PREFIX}{money(discount)}"
+    line.save()
+    untaxed, tax, total = _amounts(_reload(pool, "sale.sale", sale.id))
+    return {
+        "line_id": line.id,
+        "unit_price": price_text(price),
+        "untaxed_amount": untaxed,
+        "tax_amount": tax,
+        "total_amount": total,
+    }
+
+
+def quote_sale(pool: Any, sale_id: int) -> dict[str, Any]:
+    sale = _draft_sale(pool, sale_id, "quote")
+    fresh = _transition(pool, sale, "quote", "quotation", "sale_workflow", f"sale {_sale_name(sale)} was not quoted")
+    return {
+        "sale_id": fresh.id,
+        "number": fresh.number,
+        "state": fresh.state,
+        "total_amount": money(fresh.total_amount),
+    }
+
+
+def confirm_sale(pool: Any, sale_id: int) -> dict[str, Any]:
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    message = f"sale {_sale_name(sale)} is {sale.state}; only a quotation can be confirmed"
+    _transition(pool, sale, "confirm", "confirmed", "sale_workflow", message)
+    _process_sales(pool, [sale])
+    fresh = _reload(pool, "sale.sale", sale.id)
+    return {
+        "sale_id": fresh.id,
+        "number": fresh.number,
+        "state": fresh.state,
+        "total_amount": money(fresh.total_amount),
+    }
+
+
+def cancel_sale(pool: Any, sale_id: int) -> dict[str, Any]:
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    message = f"sale {_sale_name(sale)} is {sale.state}; only a draft or quotation can be cancelled"
+    fresh = _transition(pool, sale, "cancel", "cancelled", "sale_workflow", message)
+    return {"sale_id": fresh.id, "number": fresh.number, "state": fresh.state}
+
+
+def ship_shipment(pool: Any, shipment_id: int) -> dict[str, Any]:
+    Shipment = pool.get("stock.shipment.out")
+    shipment = _get(pool, "stock.shipment.out", "shipment", shipment_id)
+    if shipment.state != "waiting":
+        raise ToolError(
+            "invalid_state",
+            f"shipment {shipment_id} is {shipment.state}; only a waiting shipment can be shipped",
+            rule="sale_workflow",
+        )
+    Shipment.assign_try([shipment])
+    if Shipment(shipment.id).state != "assigned":  # partly reserved at most: the savepoint undoes it
+        raise ToolError(
+            "validation_error", f"not enough stock to ship shipment {shipment_id}", rule="stock_availability"
+        )
+    Shipment.pick([shipment])
+    Shipment.pack([shipment])
+    Shipment.do([shipment])
+    sales = {m.origin.sale for m in Shipment(shipment.id).outgoing_moves if m.origin is not None}
+    _process_sales(pool, list(sales))
+    return {"shipment_id": shipment_id, "state": Shipment(shipment.id).state}
+
+
+def post_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
+    inv = _get(pool, "account.invoice", "invoice", invoice_id)
+    message = f"invoice {inv.number or invoice_id} is {inv.state}; only a draft can be posted"
+    if inv.state != "draft":
+        raise ToolError("invalid_state", message, rule="sale_workflow")
+    fresh = _transition(pool, inv, "post", "posted", "sale_workflow", message)
+    sale = _invoice_sale(fresh)
+    if sale is not None:
+        _process_sales(pool, [sale])
+    return {
+        "invoice_id": fresh.id,
+        "number": fresh.number,
+        "state": fresh.state,
+        "total_amount": money(fresh.total_amount),
+    }
+
+
+def pay_invoice(pool: Any, invoice_id: int, amount: Decimal) -> dict[str, Any]:
+    inv = _get(pool, "account.invoice", "invoice", invoice_id)
+    if inv.state != "posted":
+        raise ToolError(
+            "invalid_state",
+            f"invoice {inv.number or invoice_id} is {inv.state}; only a posted invoice is paid",
+            rule="sale_workflow",
+        )
+    if amount <= 0 or amount != amount.quantize(Decimal("0.01")):
+        raise ToolError("invalid_arguments", "amount must be positive with two decimals at most")
+    _pay(pool, inv, amount)
+    fresh = _reload(pool, "account.invoice", inv.id)
+    sale = _invoice_sale(fresh)
+    if sale is not None:
+        _process_sales(pool, [sale])
+    return {"invoice_id": fresh.id, "state": fresh.state, "amount_due": money(fresh.amount_to_pay)}
+
+
+def _pay(pool: Any, inv: Any, amount: Decimal) -> None:
+    """Pay the way Tryton's pay wizard does for a partial payment, reconciling when nothing is left due."""
+    from trytond.i18n import gettext  # type: ignore[import-untyped,import-not-found]
+    from trytond.modules.account_invoice.exceptions import PayInvoiceError  # type: ignore[import-untyped,import-not-found]
+
+    Method = pool.get("account.invoice.payment.method")
+    MoveLine = pool.get("account.move.line")
+    Date = pool.get("ir.date")
+    method = Method.search([], limit=1)[0]
+    if amount > inv.amount_to_pay:
+        raise PayInvoiceError(
+            gettext(
+                "account_invoice.msg_invoice_pay_amount_greater_amount_to_pay",
+                invoice=inv.rec_name,
+                amount_to_pay=f"${money(inv.amount_to_pay)}",
+            )
+        )
+    reconcile_lines, remainder = inv.get_reconcile_lines_for_amount(amount, inv.currency)
+    lines = inv.pay_invoice(amount, method, Date.today())
+    if not remainder:
+        MoveLine.reconcile(list(reconcile_lines) + list(lines))
+        # Tryton queues the invoice's move to ``paid`` until commit; run it now.
+        Invoice = pool.get("account.invoice")
+        Invoice.process([Invoice(inv.id)])
+
+
+# -- canonical state ----------------------------------------------------------------
+
+
+def canonical_state(pool: Any) -> dict[str, Any]:
+    """The business state in the canonical form of ``mirrorworld.worlds.sales.world.canonical_state``."""
+    from mirrorworld.worlds.sales.world import _dec
+
+    out: dict[str, Any] = {}
+    Party = pool.get("party.party")
+    Mechanism = pool.get("party.contact_mechanism")
+    for party in Party.search([], order=[("id", "ASC")]):
+        contacts = sorted([c.type, c.value] for c in Mechanism.search([("party", "=", party.id)]))
+        out[f"party:{party.id}"] = {"name": party.name, "contacts": contacts}
+    Opportunity = pool.get("sale.opportunity")
+    for o in Opportunity.search([], order=[("id", "ASC")]):
+        out[f"opportunity:{o.id}"] = {
+            "number": o.number,
+            "party": o.party.id,
+            "amount": _dec(o.amount or 0),
+            "state": o.state,
+            "reason_given": bool(o.lost_reason),
+        }
+    Sale = pool.get("sale.sale")
+    for s in Sale.search([], order=[("id", "ASC")]):
+        lines = sorted(
+            ([ln.product.id, int(ln.quantity), _dec(ln.unit_price)] for ln in s.lines if ln.type == "line"),
+            key=lambda r: (r[0], r[1]),
+        )
+        invoices = [
+            [
+                i.number,
+                i.state,
+                _dec(i.untaxed_amount),
+                _dec(i.tax_amount),
+                _dec(i.total_amount),
+                _dec(_invoice_paid(i)),
+            ]
+            for i in sorted(s.invoices, key=lambda i: i.id)
+        ]
+        out[f"sale:{s.id}"] = {
+            "number": s.number,
+            "party": s.party.id,
+            "state": s.state,
+            "invoice_state": s.invoice_state,
+            "shipment_state": s.shipment_state,
+            "lines": lines,
+            "approvals": sorted(_dec(d) for _i, d, _r in _approvals(pool, s)),
+            "shipments": [sh.state for sh in sorted(s.shipments, key=lambda x: x.id)],
+            "invoices": invoices,
+        }
+    Product = pool.get("product.product")
+    products = Product.search([], order=[("id", "ASC")])
+    stock = _on_hand(pool, products)
+    for p in products:
+        out[f"product:{p.id}"] = {"on_hand": stock[p.id]}
+    return out
+
+
+TOOLS: dict[str, Any] = {
+    f.__name__: f
+    for f in (
+        search_parties,
+        get_party,
+        search_products,
+        get_product,
+        get_opportunity,
+        get_sale,
+        list_sales,
+        get_invoice,
+        add_contact,
+        create_lead,
+        qualify_lead,
+        mark_lost,
+        create_quotation,
+        request_discount_approval,
+        add_line,
+        quote_sale,
+        confirm_sale,
+        cancel_sale,
+        ship_shipment,
+        post_invoice,
+        pay_invoice,
+    )
+}
+"""Tool name -> implementation (``get_policy`` and ``respond`` are handled by the session)."""

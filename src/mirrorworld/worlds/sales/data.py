@@ -1,0 +1,304 @@
+"""The sales world's seeded data: master data plus a history of tool calls.
+
+The pristine state is built in two steps, both pure functions of the seeded
+``random.Random``:
+
+1. **master data** (:func:`master_data`) — the company, a sales employee,
+   customers with addresses and contacts, products with list prices and stock
+   on hand, inserted in this order so ids follow creation order;
+2. **history** (:func:`history`) — a list of ordinary tool calls (leads
+   created, qualified and lost; sales drafted, quoted, confirmed, shipped,
+   invoiced, paid, cancelled) replayed through the same operations the tools
+   use.
+
+The real twin builds its database from exactly these two inputs, through the
+real system, so both backends start from the same business state with the
+same ids and numbers.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from mirrorworld.core.task import ToolCall
+from mirrorworld.errors import ToolError, WorldError
+from mirrorworld.worlds.sales import tools as t
+from mirrorworld.worlds.sales.rules import price_text
+
+SCHEMA = Path(__file__).with_name("schema.sql")
+
+COMPANY = "Mirror Supply Co."
+EMPLOYEE = "Dana Reyes"
+
+_FIRMS = (
+    "Acme Hardware",
+    "Bluebird Cafe",
+    "Cobalt Dental",
+    "Delta Print Shop",
+    "Evergreen Florist",
+    "Falcon Logistics",
+    "Granite Builders",
+    "Harbor Marine",
+    "Indigo Studio",
+    "Juniper Bakery",
+    "Keystone Clinic",
+    "Lumen Optics",
+    "Maple Schools",
+    "Nimbus Labs",
+    "Orchid Spa",
+    "Pioneer Farms",
+    "Quartz Jewelers",
+    "Redwood Lodge",
+    "Summit Outfitters",
+    "Tidewater Books",
+    "Union Garage",
+    "Vertex Fitness",
+    "Willow Daycare",
+    "Zephyr Cycles",
+)
+_CITIES = ("Springfield", "Riverton", "Lakeside", "Fairview", "Hillcrest", "Brookfield")
+_STREETS = ("Main St", "Oak Ave", "Pine Rd", "Cedar Ln", "Elm St", "Harbor Way")
+_PRODUCTS = (
+    ("Office chair", "149.99"),
+    ("Standing desk", "489.00"),
+    ("Monitor 27in", "219.45"),
+    ("Keyboard", "38.125"),
+    ("Desk lamp", "24.995"),
+    ("Printer paper box", "31.5050"),
+    ("Toner cartridge", "62.335"),
+    ("Whiteboard", "84.00"),
+    ("Filing cabinet", "179.50"),
+    ("Conference phone", "312.675"),
+    ("Label printer", "96.245"),
+    ("Shredder", "133.10"),
+)
+_INTERESTS = (
+    "office refurbishment",
+    "new branch fit-out",
+    "printer fleet renewal",
+    "ergonomic seating",
+    "meeting room equipment",
+    "yearly supplies contract",
+)
+
+
+@dataclass
+class Master:
+    """The master data: rows of parties, addresses, contacts and products, in creation order."""
+
+    parties: list[tuple[int, str, str, str]] = field(default_factory=list)
+    """(id, code, name, role)"""
+    addresses: list[tuple[int, int, str, str, str]] = field(default_factory=list)
+    """(id, party_id, street, city, postal_code)"""
+    contacts: list[tuple[int, int, str, str]] = field(default_factory=list)
+    """(id, party_id, type, value)"""
+    products: list[tuple[int, str, str, str, int]] = field(default_factory=list)
+    """(id, code, name, list_price, on_hand)"""
+
+
+def master_data(rng: random.Random, scale: float) -> Master:
+    m = Master()
+    m.parties.append((1, "1", COMPANY, "company"))
+    m.parties.append((2, "2", EMPLOYEE, "employee"))
+    n = max(8, min(len(_FIRMS), round(len(_FIRMS) * scale)))
+    for i, firm in enumerate(_FIRMS[:n]):
+        pid = 3 + i
+        m.parties.append((pid, str(pid), firm, "customer"))
+    for pid, _code, _name, role in m.parties:
+        if role != "customer" or pid % 6 == 0:  # every sixth customer is a prospect with no address yet
+            continue
+        m.addresses.append(
+            (
+                len(m.addresses) + 1,
+                pid,
+                f"{rng.randint(1, 999)} {rng.choice(_STREETS)}",
+                rng.choice(_CITIES),
+                f"{rng.randint(10000, 99999)}",
+            )
+        )
+    for pid, _code, name, role in m.parties:
+        if role != "customer":
+            continue
+        slug = "".join(ch for ch in name.lower() if ch.isalpha())[:12]
+        m.contacts.append((len(m.contacts) + 1, pid, "email", f"orders@{slug}.example"))
+        if rng.random() < 0.5:
+            m.contacts.append((len(m.contacts) + 1, pid, "phone", f"+1 555 {rng.randint(1000000, 9999999)}"))
+    for i, (name, price) in enumerate(_PRODUCTS):
+        on_hand = rng.choice((0, 3, 8, 15, 40, 120, 250))
+        m.products.append((i + 1, f"P{i + 1:03d}", name, price_text(Decimal(price)), on_hand))
+    return m
+
+
+def history(rng: random.Random, master: Master) -> list[ToolCall]:
+    """The calls that bring the master data to the world's pristine state."""
+    calls: list[ToolCall] = []
+    customers = [p[0] for p in master.parties if p[3] == "customer"]
+    with_address = sorted({a[1] for a in master.addresses})
+    stock = {p[0]: p[4] for p in master.products}
+    products = [p[0] for p in master.products]
+    # Leads and opportunities.
+    for k in range(max(10, len(customers) // 2 + 4)):
+        opp = k + 1
+        amount = f"{rng.randint(5, 400) * 50}.00"
+        calls.append(
+            ToolCall(
+                "create_lead",
+                {
+                    "party_id": rng.choice(customers),
+                    "description": rng.choice(_INTERESTS).capitalize(),
+                    "amount": amount,
+                },
+            )
+        )
+        if k % 3 == 1:
+            calls.append(ToolCall("qualify_lead", {"opportunity_id": opp}))
+        elif k % 5 == 4:
+            calls.append(ToolCall("mark_lost", {"opportunity_id": opp, "reason": "Chose a cheaper supplier"}))
+    # Sales in every state.
+    plan = ["draft"] * 6 + ["quotation"] * 7 + ["processing"] * 7 + ["shipped"] * 3 + ["posted"] * 5
+    plan += ["done"] * 2 + ["cancelled"] * 2
+    sale = shipment = invoice = 0
+    for target in plan:
+        sale += 1
+        party = rng.choice(with_address)
+        calls.append(
+            ToolCall("create_quotation", {"party_id": party, "description": f"Order {rng.choice(_INTERESTS)}"})
+        )
+        approved = False
+        for _ in range(rng.randint(1, 3)):
+            discount = "0"
+            roll = rng.random()
+            if roll < 0.25:
+                discount = str(rng.choice((5, 7.5, 10)))
+            elif roll < 0.35:
+                discount = str(rng.choice((12, 15, 20)))
+                if not approved:
+                    calls.append(
+                        ToolCall(
+                            "request_discount_approval",
+                            {"sale_id": sale, "discount": "20", "reason": "Volume customer"},
+                        )
+                    )
+                    approved = True
+            quantity = rng.randint(1, 6)
+            if target in ("shipped", "done"):
+                product = rng.choice([p for p in products if stock[p] >= quantity + 6])
+                stock[product] -= quantity
+            else:
+                product = rng.choice(products)
+            calls.append(
+                ToolCall(
+                    "add_line",
+                    {"sale_id": sale, "product_id": product, "quantity": quantity, "discount": discount},
+                )
+            )
+        if target == "draft":
+            continue
+        if target == "cancelled":
+            calls.append(ToolCall("cancel_sale", {"sale_id": sale}))
+            continue
+        calls.append(ToolCall("quote_sale", {"sale_id": sale}))
+        if target == "quotation":
+            continue
+        calls.append(ToolCall("confirm_sale", {"sale_id": sale}))
+        shipment += 1
+        invoice += 1
+        if target in ("shipped", "done"):
+            calls.append(ToolCall("ship_shipment", {"shipment_id": shipment}))
+        if target in ("posted", "done"):
+            calls.append(ToolCall("post_invoice", {"invoice_id": invoice}))
+        if target == "done":
+            calls.append(ToolCall("pay_invoice", {"invoice_id": invoice, "amount": "__due__"}))
+    return calls
+
+
+class _GenDb:
+    """A :class:`~mirrorworld.worlds.sales.tools.Db` over a bare connection (generation only)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
+        cur = self.conn.execute(sql, params)
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+
+    def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+
+def resolve(call: ToolCall, due: Any) -> ToolCall:
+    """A history call with its ``__due__`` amount filled in from ``due(invoice_id)``."""
+    args = dict(call.args) if isinstance(call.args, dict) else {}
+    if args.get("amount") == "__due__":
+        args["amount"] = str(due(int(args["invoice_id"])))
+    return ToolCall(call.tool, args)
+
+
+def run_history_call(db: t.Db, call: ToolCall) -> None:
+    """Apply one history call through the tools' operations (``ToolError`` here is a generator bug)."""
+    a = dict(call.args) if isinstance(call.args, dict) else {}
+    try:
+        if call.tool == "create_lead":
+            t.ops_create_lead(db, a["party_id"], a["description"], Decimal(a["amount"]))
+        elif call.tool == "qualify_lead":
+            t.ops_move_opportunity(db, a["opportunity_id"], "opportunity")
+        elif call.tool == "mark_lost":
+            t.ops_move_opportunity(db, a["opportunity_id"], "lost", a["reason"])
+        elif call.tool == "create_quotation":
+            t.ops_create_quotation(db, a["party_id"], a["description"])
+        elif call.tool == "request_discount_approval":
+            t.ops_request_discount_approval(db, a["sale_id"], Decimal(a["discount"]), a["reason"])
+        elif call.tool == "add_line":
+            t.ops_add_line(db, a["sale_id"], a["product_id"], a["quantity"], Decimal(a["discount"]))
+        elif call.tool == "quote_sale":
+            t.ops_quote(db, a["sale_id"])
+        elif call.tool == "confirm_sale":
+            t.ops_confirm(db, a["sale_id"])
+        elif call.tool == "cancel_sale":
+            t.ops_cancel(db, a["sale_id"])
+        elif call.tool == "ship_shipment":
+            t.ops_ship(db, a["shipment_id"])
+        elif call.tool == "post_invoice":
+            t.ops_post(db, a["invoice_id"])
+        elif call.tool == "pay_invoice":
+            t.ops_pay(db, a["invoice_id"], Decimal(a["amount"]))
+        else:
+            raise WorldError(f"history call {call.tool} has no operation")
+    except ToolError as err:
+        raise WorldError(f"history call {call.tool}({a}) was refused: {err}") from err
+
+
+def build(rng: random.Random, scale: float) -> tuple[Master, list[ToolCall]]:
+    """The master data and the history for one ``(data_seed, scale)``."""
+    master = master_data(rng, scale)
+    return master, history(rng, master)
+
+
+def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
+    conn.executescript(SCHEMA.read_text(encoding="utf-8"))
+    master, calls = build(rng, scale)
+    conn.executemany("INSERT INTO parties VALUES (?,?,?,?)", master.parties)
+    conn.executemany("INSERT INTO addresses VALUES (?,?,?,?,?)", master.addresses)
+    conn.executemany("INSERT INTO contacts VALUES (?,?,?,?)", master.contacts)
+    conn.executemany("INSERT INTO products VALUES (?,?,?,?,?)", master.products)
+    conn.executemany("INSERT INTO sequences VALUES (?, 1)", [("sale",), ("opportunity",), ("invoice",)])
+    db = _GenDb(conn)
+
+    def due(invoice_id: int) -> Decimal:
+        row = db.one("SELECT total, paid FROM invoices WHERE id=?", (invoice_id,))
+        assert row is not None
+        return Decimal(row["total"]) - Decimal(row["paid"])
+
+    for call in calls:
+        run_history_call(db, resolve(call, due))

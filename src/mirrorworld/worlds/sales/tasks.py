@@ -1,0 +1,376 @@
+"""The sales world's task families.
+
+Every family draws its records from the pristine image with the task's seeded
+``random.Random`` and needs no setup writes: the pristine history already holds
+customers, leads and sales in every state, so a task's initial state is the
+pristine state itself (which is also what lets the real twin run any task
+unchanged). Ids and numbers of records a task creates are predicted from the
+image (next row id, next sequence number), exactly as the real system assigns
+them.
+"""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+from typing import Any
+
+from mirrorworld.core.store import Image
+from mirrorworld.core.task import Check, EntityRef, Fact, Task, TaskFamily, ToolCall
+from mirrorworld.errors import TaskError
+from mirrorworld.worlds.sales.rules import amounts, money, unit_price
+
+WORLD = "sales"
+
+
+def _pick(rng: random.Random, rows: list[tuple[Any, ...]], family: str) -> tuple[Any, ...]:
+    if not rows:
+        raise TaskError(f"{family}: the world has no candidate records (scale too small?)")
+    return rng.choice(rows)
+
+
+def _next_id(image: Image, table: str) -> int:
+    return int(image.query(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}")[0][0])
+
+
+def _next_number(image: Image, name: str) -> str:
+    return str(image.query("SELECT next FROM sequences WHERE name=?", (name,))[0][0])
+
+
+def _party(image: Image, party_id: int) -> str:
+    return str(image.query("SELECT name FROM parties WHERE id=?", (party_id,))[0][0])
+
+
+def _sale_amounts(image: Image, sale_id: int) -> tuple[str, str, str]:
+    rows = image.query("SELECT quantity, unit_price FROM sale_lines WHERE sale_id=? ORDER BY id", (sale_id,))
+    return amounts([(int(q), Decimal(p)) for q, p in rows])
+
+
+def _task(
+    family: TaskFamily,
+    seed: int,
+    instruction: str,
+    gold: list[ToolCall],
+    scope: tuple[EntityRef, ...],
+    targets: tuple[EntityRef, ...],
+    checks: list[Check],
+    facts: tuple[Fact, ...] = (),
+    **hidden: Any,
+) -> Task:
+    return Task(
+        world=WORLD,
+        family=family.name,
+        seed=seed,
+        instruction=instruction,
+        setup=(),
+        gold=tuple(gold),
+        scope=scope,
+        targets=targets,
+        checks=tuple(checks),
+        facts=facts,
+        customer_id=next((i for kind, i in scope if kind == "party"), None),
+        hidden=dict(hidden),
+    )
+
+
+def _field(name: str, table: str, ident: int, column: str, value: Any) -> Check:
+    return Check(name, "field", {"table": table, "id": ident, "field": column, "equals": value})
+
+
+def _customer_says(image: Image, party_id: int, text: str) -> str:
+    return f'Message from {_party(image, party_id)} (party {party_id}):\n"{text}"'
+
+
+class AddContact(TaskFamily):
+    name = "add_contact"
+    description = "A customer gives a new email address for their account: add it as a contact."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        (pid,) = _pick(rng, image.query("SELECT id FROM parties WHERE role='customer' ORDER BY id"), self.name)
+        box = rng.choice(("billing", "purchasing", "accounts", "office"))
+        email = f"{box}{rng.randint(2, 99)}@{_party(image, pid).split()[0].lower()}-mail.example"
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, f"Please add {email} as a contact email for our account."),
+            [
+                ToolCall("add_contact", {"party_id": pid, "kind": "email", "value": email}),
+                ToolCall("respond", {"message": f"Done: {email} is now on your account."}),
+            ],
+            (("party", pid),),
+            (("party", pid),),
+            [
+                Check(
+                    "email added",
+                    "count",
+                    {"table": "contacts", "where": {"party_id": pid, "type": "email", "value": email}, "min": 1},
+                )
+            ],
+        )
+
+
+class NewLead(TaskFamily):
+    name = "new_lead"
+    description = "A customer mentions a project with a budget: record it as a lead and give its number."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        (pid,) = _pick(rng, image.query("SELECT id FROM parties WHERE role='customer' ORDER BY id"), self.name)
+        oid, number = _next_id(image, "opportunities"), _next_number(image, "opportunity")
+        amount = money(Decimal(rng.randint(4, 120) * 250))
+        topic = rng.choice(("new office furniture", "printer replacement", "a warehouse fit-out", "conference rooms"))
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, f"We are planning {topic}, budget around ${amount}. Can you note it down?"),
+            [
+                ToolCall("create_lead", {"party_id": pid, "description": topic.capitalize(), "amount": amount}),
+                ToolCall("respond", {"message": f"I recorded your project as lead {number}."}),
+            ],
+            (("party", pid), ("opportunity", oid)),
+            (("opportunity", oid),),
+            [
+                _field("lead created", "opportunities", oid, "state", "lead"),
+                _field("lead amount", "opportunities", oid, "amount", amount),
+                _field("lead customer", "opportunities", oid, "party_id", pid),
+            ],
+            (Fact("lead number", number, "id"),),
+        )
+
+
+class QualifyLead(TaskFamily):
+    name = "qualify_lead"
+    description = "Work order: qualify a lead into an opportunity."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query("SELECT id, number, party_id FROM opportunities WHERE state='lead' ORDER BY id")
+        oid, number, pid = _pick(rng, rows, self.name)
+        return _task(
+            self,
+            seed,
+            f"Work order from your sales lead: {_party(image, pid)} confirmed their interest, qualify lead "
+            f"{number} (id {oid}) as an opportunity, then report back with respond.",
+            [
+                ToolCall("qualify_lead", {"opportunity_id": oid}),
+                ToolCall("respond", {"message": f"Lead {number} is now an opportunity."}),
+            ],
+            (("opportunity", oid),),
+            (("opportunity", oid),),
+            [_field("qualified", "opportunities", oid, "state", "opportunity")],
+        )
+
+
+class LoseOpportunity(TaskFamily):
+    name = "lose_opportunity"
+    description = "A customer declines: mark their open lead or opportunity lost, with the reason."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT id, number, party_id, state FROM opportunities WHERE state IN ('lead','opportunity') ORDER BY id"
+        )
+        oid, number, pid, state = _pick(rng, rows, self.name)
+        reason = rng.choice(("Budget was cut", "Went with a competitor", "Project postponed indefinitely"))
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, f"About your {state} {number}: we won't go ahead. {reason}."),
+            [
+                ToolCall("mark_lost", {"opportunity_id": oid, "reason": reason}),
+                ToolCall("respond", {"message": f"Understood, I closed {state} {number} as lost."}),
+            ],
+            (("party", pid), ("opportunity", oid)),
+            (("opportunity", oid),),
+            [_field("marked lost", "opportunities", oid, "state", "lost")],
+        )
+
+
+def _products(image: Image) -> list[tuple[int, str, str]]:
+    return [
+        (int(i), str(n), str(p)) for i, n, p in image.query("SELECT id, name, list_price FROM products ORDER BY id")
+    ]
+
+
+class _QuoteFamily(TaskFamily):
+    discounted: bool
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        parties = image.query(
+            "SELECT p.id FROM parties p WHERE p.role='customer' AND EXISTS "
+            "(SELECT 1 FROM addresses a WHERE a.party_id=p.id) ORDER BY p.id"
+        )
+        (pid,) = _pick(rng, parties, self.name)
+        (p1, n1, lp1), (p2, n2, lp2) = rng.sample(_products(image), 2)
+        q1, q2 = rng.randint(2, 12), rng.randint(1, 5)
+        sid, number = _next_id(image, "sales"), _next_number(image, "sale")
+        discount = Decimal(rng.choice((12, 15, 18, 20, 25))) if self.discounted else Decimal(0)
+        price1 = unit_price(Decimal(lp1), discount)
+        untaxed, tax, total = amounts([(q1, price1), (q2, Decimal(lp2))])
+        # The read between creating the draft and filling it keeps the draft's
+        # creation ordered before the writes that need it.
+        gold = [ToolCall("create_quotation", {"party_id": pid}), ToolCall("get_sale", {"sale_id": sid})]
+        ask = f"Please send us a quote for {q1} x {n1} and {q2} x {n2}."
+        checks = [
+            _field("quoted", "sales", sid, "state", "quotation"),
+            _field("numbered", "sales", sid, "number", number),
+            Check("two lines", "count", {"table": "sale_lines", "where": {"sale_id": sid}, "min": 2, "max": 2}),
+        ]
+        if self.discounted:
+            gold.append(
+                ToolCall(
+                    "request_discount_approval",
+                    {"sale_id": sid, "discount": str(discount), "reason": "Customer asked for a volume discount"},
+                )
+            )
+            ask += f" Our manager agreed a {discount}% discount on the {n1} with your rep."
+            checks.append(
+                Check("discount approved", "count", {"table": "approvals", "where": {"sale_id": sid}, "min": 1})
+            )
+        line1: dict[str, Any] = {"sale_id": sid, "product_id": p1, "quantity": q1}
+        if self.discounted:
+            line1["discount"] = str(discount)
+        gold += [
+            ToolCall("add_line", line1),
+            ToolCall("add_line", {"sale_id": sid, "product_id": p2, "quantity": q2}),
+            ToolCall("quote_sale", {"sale_id": sid}),
+            ToolCall("respond", {"message": f"Your quotation {number} totals ${total} including ${tax} VAT."}),
+        ]
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, ask),
+            gold,
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            checks,
+            (
+                Fact("quotation number", number, "id"),
+                Fact("total", total, "money", (untaxed,)),
+            ),
+        )
+
+
+class NewQuotation(_QuoteFamily):
+    name = "new_quotation"
+    description = "Draft a two-line quotation for a customer, quote it and give its number and total."
+    discounted = False
+
+
+class DiscountQuotation(_QuoteFamily):
+    name = "discount_quotation"
+    description = "A quotation with a discount above 10%: get the approval first, then quote with it."
+    discounted = True
+
+
+class ConfirmOrder(TaskFamily):
+    name = "confirm_order"
+    description = "A customer accepts a quotation: confirm it and state the order total."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query("SELECT id, number, party_id FROM sales WHERE state='quotation' ORDER BY id")
+        sid, number, pid = _pick(rng, rows, self.name)
+        untaxed, _tax, total = _sale_amounts(image, sid)
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, f"We accept quotation {number}, please go ahead with the order."),
+            [
+                ToolCall("confirm_sale", {"sale_id": sid}),
+                ToolCall("respond", {"message": f"Order {number} is confirmed, total ${total}."}),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [_field("confirmed", "sales", sid, "state", "processing")],
+            (Fact("order total", total, "money", (untaxed,)),),
+        )
+
+
+class ShipOrder(TaskFamily):
+    name = "ship_order"
+    description = "Work order: send the waiting shipment of an order whose products are in stock."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT sh.id, s.id, s.number FROM shipments sh JOIN sales s ON s.id = sh.sale_id "
+            "WHERE sh.state='waiting' AND NOT EXISTS (SELECT 1 FROM (SELECT product_id, SUM(quantity) AS q "
+            "FROM sale_lines WHERE sale_id=s.id GROUP BY product_id) n JOIN products p ON p.id=n.product_id "
+            "WHERE p.on_hand < n.q) ORDER BY sh.id"
+        )
+        shid, sid, number = _pick(rng, rows, self.name)
+        return _task(
+            self,
+            seed,
+            f"Work order from the warehouse lead: order {number} is ready to go, send its shipment "
+            "and report back with respond.",
+            [
+                ToolCall("ship_shipment", {"shipment_id": shid}),
+                ToolCall("respond", {"message": f"The shipment of order {number} has been sent."}),
+            ],
+            (("sale", sid),),
+            (("sale", sid),),
+            [_field("shipment sent", "shipments", shid, "state", "done")],
+        )
+
+
+class CollectPayment(TaskFamily):
+    name = "collect_payment"
+    description = "A customer pays an order in full: post its invoice if needed, record the payment."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT i.id, i.state, i.total, s.id, s.number, s.party_id FROM invoices i JOIN sales s "
+            "ON s.id=i.sale_id WHERE i.state IN ('draft','posted') AND i.paid='0.00' ORDER BY i.id"
+        )
+        iid, state, total, sid, number, pid = _pick(rng, rows, self.name)
+        gold = [] if state == "posted" else [ToolCall("post_invoice", {"invoice_id": iid})]
+        untaxed = str(image.query("SELECT untaxed FROM invoices WHERE id=?", (iid,))[0][0])
+        gold += [
+            ToolCall("pay_invoice", {"invoice_id": iid, "amount": total}),
+            ToolCall("respond", {"message": f"We received your payment of ${total} for order {number}. Thank you!"}),
+        ]
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, f"We just wired the full amount for order {number}. Please record it."),
+            gold,
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [_field("invoice paid", "invoices", iid, "state", "paid")],
+            (Fact("amount paid", total, "money", (untaxed,)),),
+        )
+
+
+class CancelQuotation(TaskFamily):
+    name = "cancel_quotation"
+    description = "A customer withdraws a draft or quoted order: cancel it."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT id, COALESCE(number, ''), party_id FROM sales WHERE state IN ('draft','quotation') ORDER BY id"
+        )
+        sid, number, pid = _pick(rng, rows, self.name)
+        ref = f"quotation {number}" if number else f"our draft order (sale id {sid})"
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, f"Please cancel {ref}, we no longer need it."),
+            [
+                ToolCall("cancel_sale", {"sale_id": sid}),
+                ToolCall("respond", {"message": f"Sale {number or sid} has been cancelled."}),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [_field("cancelled", "sales", sid, "state", "cancelled")],
+        )
+
+
+FAMILIES: tuple[TaskFamily, ...] = (
+    AddContact(),
+    NewLead(),
+    QualifyLead(),
+    LoseOpportunity(),
+    NewQuotation(),
+    DiscountQuotation(),
+    ConfirmOrder(),
+    ShipOrder(),
+    CollectPayment(),
+    CancelQuotation(),
+)

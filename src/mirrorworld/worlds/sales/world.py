@@ -1,0 +1,153 @@
+"""The sales world: CRM and order-to-cash of Mirror Supply Co., mirrored on a real ERP."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from mirrorworld.core.task import EntityRef, TaskFamily
+from mirrorworld.core.tools import ToolSpec
+from mirrorworld.core.world import AuditHooks, Rule, World
+from mirrorworld.worlds.sales import data
+from mirrorworld.worlds.sales.audit import SalesAudit
+from mirrorworld.worlds.sales.rules import EPOCH, RULES
+from mirrorworld.worlds.sales.tasks import FAMILIES
+from mirrorworld.worlds.sales.tools import TOOLS
+
+__all__ = ["SalesWorld", "canonical_state"]
+
+_OWNERS: dict[str, tuple[str, str]] = {
+    # table: (entity kind, column holding the entity id)
+    "parties": ("party", "id"),
+    "addresses": ("party", "party_id"),
+    "contacts": ("party", "party_id"),
+    "opportunities": ("opportunity", "id"),
+    "sales": ("sale", "id"),
+    "sale_lines": ("sale", "sale_id"),
+    "approvals": ("sale", "sale_id"),
+    "shipments": ("sale", "sale_id"),
+    "invoices": ("sale", "sale_id"),
+}
+
+
+def _dec(value: Any) -> str:
+    """A decimal as canonical text: the same number always prints the same (``"12.5"``)."""
+    d = Decimal(str(value)).normalize()
+    return format(d, "f")
+
+
+def _party_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
+    row = db.execute("SELECT name FROM parties WHERE id=?", (ident,)).fetchone()
+    if row is None:
+        return None
+    contacts = db.execute("SELECT type, value FROM contacts WHERE party_id=? ORDER BY type, value", (ident,))
+    return {"name": row[0], "contacts": [list(c) for c in contacts]}
+
+
+def _opportunity_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
+    row = db.execute(
+        "SELECT number, party_id, amount, state, lost_reason FROM opportunities WHERE id=?", (ident,)
+    ).fetchone()
+    if row is None:
+        return None
+    return {"number": row[0], "party": row[1], "amount": _dec(row[2]), "state": row[3], "reason_given": bool(row[4])}
+
+
+def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
+    row = db.execute(
+        "SELECT number, party_id, state, invoice_state, shipment_state FROM sales WHERE id=?", (ident,)
+    ).fetchone()
+    if row is None:
+        return None
+    lines = db.execute(
+        "SELECT product_id, quantity, unit_price FROM sale_lines WHERE sale_id=? ORDER BY product_id, quantity, id",
+        (ident,),
+    ).fetchall()
+    approvals = db.execute("SELECT discount FROM approvals WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
+    shipments = db.execute("SELECT state FROM shipments WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
+    invoices = db.execute(
+        "SELECT number, state, untaxed, tax, total, paid FROM invoices WHERE sale_id=? ORDER BY id", (ident,)
+    ).fetchall()
+    return {
+        "number": row[0],
+        "party": row[1],
+        "state": row[2],
+        "invoice_state": row[3],
+        "shipment_state": row[4],
+        "lines": [[p, q, _dec(u)] for p, q, u in lines],
+        "approvals": sorted(_dec(a[0]) for a in approvals),
+        "shipments": [s[0] for s in shipments],
+        "invoices": [[n, st, _dec(u), _dec(t), _dec(tot), _dec(pd)] for n, st, u, t, tot, pd in invoices],
+    }
+
+
+def canonical_state(db: sqlite3.Connection) -> dict[str, Any]:
+    """The whole business state in the canonical form both backends export.
+
+    Keys are ``kind:id``; values are the outcome views of every party,
+    opportunity and sale plus each product's stock on hand. Bookkeeping that
+    only says *when* or *who* (dates, employees, free-text reasons) is left
+    out; amounts are normalised decimals.
+    """
+    out: dict[str, Any] = {}
+    for (pid,) in db.execute("SELECT id FROM parties ORDER BY id").fetchall():
+        out[f"party:{pid}"] = _party_view(db, pid)
+    for (oid,) in db.execute("SELECT id FROM opportunities ORDER BY id").fetchall():
+        out[f"opportunity:{oid}"] = _opportunity_view(db, oid)
+    for (sid,) in db.execute("SELECT id FROM sales ORDER BY id").fetchall():
+        out[f"sale:{sid}"] = _sale_view(db, sid)
+    for pid, on_hand in db.execute("SELECT id, on_hand FROM products ORDER BY id").fetchall():
+        out[f"product:{pid}"] = {"on_hand": on_hand}
+    return out
+
+
+class SalesWorld(World):
+    """Customers, leads, quotations, orders, shipments, invoices, payments; 23 tools; 10 task families.
+
+    ``scale`` (at most 1.0 matters) trims the number of customers; the history
+    of leads and sales is the same shape at every scale.
+    """
+
+    name = "sales"
+    title = "Sales"
+    version = 0
+    epoch = EPOCH
+    source_dir = Path(__file__).resolve().parent
+
+    def declare_tools(self) -> Sequence[ToolSpec]:
+        return TOOLS
+
+    def declare_rules(self) -> Sequence[Rule]:
+        return RULES
+
+    def declare_families(self) -> Sequence[TaskFamily]:
+        return FAMILIES
+
+    def generate(self, conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
+        data.generate(conn, rng, scale)
+
+    def owner(self, table: str, row: dict[str, Any]) -> EntityRef | None:
+        spec = _OWNERS.get(table)
+        if spec is None:
+            return None
+        return (spec[0], int(row[spec[1]]))
+
+    def outcome_view(self, db: sqlite3.Connection, targets: Sequence[EntityRef]) -> dict[str, Any]:
+        view: dict[str, Any] = {}
+        for kind, ident in targets:
+            if kind == "party":
+                view[f"party:{ident}"] = _party_view(db, ident)
+            elif kind == "opportunity":
+                view[f"opportunity:{ident}"] = _opportunity_view(db, ident)
+            elif kind == "sale":
+                view[f"sale:{ident}"] = _sale_view(db, ident)
+            else:
+                raise ValueError(f"sales has no outcome view for {kind}")
+        return view
+
+    def audit_hooks(self) -> AuditHooks:
+        return SalesAudit(self)

@@ -1,0 +1,109 @@
+"""The sales world: conformance, verifier audit, interfaces and its documented semantics."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from mirrorworld.audit import audit_verifiers
+from mirrorworld.envs.chat import ChatEnv
+from mirrorworld.envs.gymnasium import MirrorEnv
+from mirrorworld.registry import Registry
+from mirrorworld.testing import check_world
+from mirrorworld.worlds.sales import SalesWorld
+from mirrorworld.worlds.sales.rules import amounts, unit_price
+from mirrorworld.worlds.sales.world import canonical_state
+
+WORLD = SalesWorld()
+
+
+def _registry() -> Registry:
+    registry = Registry()
+    registry.register("sales", lambda **kw: SalesWorld(**kw))
+    return registry
+
+
+def test_sales_world_conforms() -> None:
+    check_world(WORLD, seeds=3)
+
+
+def test_sales_world_shape() -> None:
+    assert WORLD.id == "mirrorworld/Sales-v0"
+    assert len(WORLD.tools) >= 15
+    assert len(WORLD.families) >= 8
+    assert sum(t.kind == "write" for t in WORLD.tools) >= 10
+
+
+def test_sales_audit_meets_every_bar() -> None:
+    from mirrorworld.registry import default
+
+    report = audit_verifiers(WORLD, seeds=2, cross_process="sales" in default.names())
+    assert report.failed_bars() == []
+
+
+def test_sales_gymnasium_and_chat_interfaces() -> None:
+    registry = _registry()
+    env = MirrorEnv("sales", registry=registry)
+    obs, _info = env.reset(seed=3)
+    assert isinstance(obs, dict)
+    chat = ChatEnv("sales", registry=registry)
+    assert {t["function"]["name"] for t in chat.tools} == set(WORLD.tool_names)
+
+
+def test_tax_is_rounded_once_per_document_half_even() -> None:
+    # 3 x 24.995 = 74.985 -> 74.98 (half-even); tax 7.4985 + 0.10*38.125 = 11.311 -> 11.31
+    assert amounts([(3, Decimal("24.995")), (1, Decimal("38.125"))]) == ("113.10", "11.31", "124.41")
+    assert unit_price(Decimal("149.99"), Decimal(15)) == Decimal("127.4915")
+
+
+def _call(session: object, tool: str, **args: object) -> dict[str, object]:
+    result = session.call(tool, args)  # type: ignore[attr-defined]
+    return {"ok": result.ok, "data": result.data, "error": result.error}
+
+
+def test_quotation_numbering_and_workflow() -> None:
+    with WORLD.session() as s:
+        sale = _call(s, "create_quotation", party_id=3)["data"]["sale_id"]  # type: ignore[index]
+        assert _call(s, "confirm_sale", sale_id=sale)["error"]["code"] == "invalid_state"  # type: ignore[index]
+        assert _call(s, "add_line", sale_id=sale, product_id=1, quantity=2)["ok"]
+        before = s.state_hash()
+        refused = _call(s, "add_line", sale_id=sale, product_id=1, quantity=1, discount="15")
+        assert refused["error"]["code"] == "policy_refused"  # type: ignore[index]
+        assert s.state_hash() == before
+        assert _call(s, "request_discount_approval", sale_id=sale, discount="31", reason="big")["error"]
+        assert _call(s, "request_discount_approval", sale_id=sale, discount="15", reason="big")["ok"]
+        assert _call(s, "add_line", sale_id=sale, product_id=1, quantity=1, discount="15")["ok"]
+        quoted = _call(s, "quote_sale", sale_id=sale)["data"]
+        next_number = WORLD.image.query("SELECT next FROM sequences WHERE name='sale'")[0][0]
+        assert quoted["number"] == str(next_number)  # type: ignore[index]
+        confirmed = _call(s, "confirm_sale", sale_id=sale)["data"]
+        assert confirmed["state"] == "processing"  # type: ignore[index]
+        view = canonical_state(s.db)[f"sale:{sale}"]
+        assert view["shipments"] == ["waiting"] and view["invoices"][0][1] == "draft"
+
+
+def test_quote_needs_an_address() -> None:
+    prospect = WORLD.image.query(
+        "SELECT id FROM parties p WHERE role='customer' AND NOT EXISTS "
+        "(SELECT 1 FROM addresses a WHERE a.party_id=p.id) ORDER BY id LIMIT 1"
+    )[0][0]
+    with WORLD.session() as s:
+        sale = _call(s, "create_quotation", party_id=prospect)["data"]["sale_id"]  # type: ignore[index]
+        error = _call(s, "quote_sale", sale_id=sale)["error"]
+        assert error["code"] == "validation_error"  # type: ignore[index]
+        assert "invoice address" in error["message"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("bad", ["not-an-email", "a@@b.example", "x@host"])
+def test_invalid_email_is_refused(bad: str) -> None:
+    with WORLD.session() as s:
+        error = _call(s, "add_contact", party_id=3, kind="email", value=bad)["error"]
+        assert error["code"] == "validation_error"  # type: ignore[index]
+        assert s.changes() == []
+
+
+def test_canonical_state_is_deterministic() -> None:
+    other = SalesWorld()
+    with WORLD.session() as a, other.session() as b:
+        assert canonical_state(a.db) == canonical_state(b.db)
