@@ -89,6 +89,7 @@ TEAM_RULES = (
         "with a code emailed to the address on file.",
     ),
     Rule("chat_closed", "Nothing is said in a chat the customer has left."),
+    Rule("approved_line", "A refund made with an approval refunds the line the approval was requested for."),
 )
 
 RULES: tuple[Rule, ...] = (*HELPDESK_RULES, *TEAM_RULES)

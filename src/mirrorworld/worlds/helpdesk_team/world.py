@@ -106,7 +106,7 @@ class HelpdeskTeamWorld(HelpdeskWorld):
         return super().owner(table, row)
 
     def guards(self, session: Session) -> list[Violation]:
-        return guards.disclosed(session)
+        return guards.disclosed(session) + guards.refunds_off_approval(session)
 
     def audit_hooks(self) -> AuditHooks:
         return TeamAudit(self)
