@@ -57,3 +57,15 @@ def test_gymnasium_ids_are_registered_on_import() -> None:
     import gymnasium
 
     assert "mirrorworld/Helpdesk-v0" in gymnasium.registry
+
+
+def test_the_command_line_needs_no_optional_extra() -> None:
+    """Building the CLI loads no optional dependency, so a core install runs every core command."""
+    code = (
+        "import sys, json; from mirrorworld.cli import _parser; _parser(); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('fastapi','uvicorn','starlette','pettingzoo','trytond','proteus','sklearn','scipy','krippendorff',"
+        "'torch','trl','mcp','openenv','ray','httpx','websockets','selenium'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(out.stdout) == []
