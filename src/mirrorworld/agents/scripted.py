@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import string
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,9 +66,9 @@ class CallListAgent(Agent):
 
     name = "calls"
 
+    @abstractmethod
     def plan(self, context: EpisodeContext) -> list[ToolCall]:
         """The calls to make in this episode."""
-        raise NotImplementedError
 
     def reset(self, context: EpisodeContext) -> None:
         self.context = context

@@ -145,9 +145,18 @@ class World(ABC):
     def generate(self, conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
         """Create the schema and fill it with seeded data."""
 
-    @abstractmethod
+    owners: ClassVar[dict[str, tuple[str, str]]] = {}
+    """Table -> (entity kind, column holding the entity's id), for :meth:`owner`."""
+
     def owner(self, table: str, row: dict[str, Any]) -> EntityRef | None:
-        """The entity a row belongs to, for collateral checks (None: bookkeeping)."""
+        """The entity a row belongs to, for collateral checks (None: bookkeeping).
+
+        By default read from :attr:`owners`; override for anything subtler.
+        """
+        spec = self.owners.get(table)
+        if spec is None:
+            return None
+        return (spec[0], int(row[spec[1]]))
 
     @abstractmethod
     def outcome_view(self, db: sqlite3.Connection, targets: Sequence[EntityRef]) -> dict[str, Any]:

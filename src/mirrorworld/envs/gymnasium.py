@@ -66,6 +66,28 @@ def _ascii(text: str) -> str:
     return _NOT_PRINTABLE.sub("?", text)
 
 
+def env_spaces(n_tools: int, max_steps: int) -> tuple[spaces.Dict, spaces.Dict]:
+    """The observation and action spaces of an environment over ``n_tools`` tools (see the module docstring)."""
+    text = spaces.Text(MAX_TEXT, min_length=0, charset=string.printable)
+    observation = spaces.Dict(
+        {
+            "instruction": text,
+            "view": text,
+            "records": text,
+            "last_result": text,
+            "tool_mask": spaces.MultiBinary(n_tools),
+            "step": spaces.Box(0, max_steps, shape=(), dtype=np.int64),
+        }
+    )
+    action = spaces.Dict(
+        {
+            "tool_name": spaces.Discrete(n_tools),
+            "tool_args": spaces.Text(MAX_ARGS_CHARS, min_length=0, charset=string.printable),
+        }
+    )
+    return observation, action
+
+
 def decode_action(action: Any, tool_names: tuple[str, ...]) -> tuple[str, Any]:
     """(tool name, arguments) of a Gymnasium action, tolerating any junk.
 
@@ -126,23 +148,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.render_mode = render_mode
         self.tool_names: tuple[str, ...] = world.tool_names
         n = len(self.tool_names)
-        text = spaces.Text(MAX_TEXT, min_length=0, charset=string.printable)
-        self.observation_space = spaces.Dict(
-            {
-                "instruction": text,
-                "view": text,
-                "records": text,
-                "last_result": text,
-                "tool_mask": spaces.MultiBinary(n),
-                "step": spaces.Box(0, max_steps, shape=(), dtype=np.int64),
-            }
-        )
-        self.action_space = spaces.Dict(
-            {
-                "tool_name": spaces.Discrete(n),
-                "tool_args": spaces.Text(MAX_ARGS_CHARS, min_length=0, charset=string.printable),
-            }
-        )
+        self.observation_space, self.action_space = env_spaces(n, max_steps)
         self._all = np.ones(n, dtype=np.int8)
         self._none = np.zeros(n, dtype=np.int8)
         self._episode: Episode | None = None

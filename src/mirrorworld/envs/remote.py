@@ -20,17 +20,14 @@ server refuses (unknown world, expired session, rate limit) raises
 
 from __future__ import annotations
 
-import string
 from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from mirrorworld.client import Client, RemoteSession, StepResult, Transport
-from mirrorworld.core.session import MAX_ARGS_CHARS
 from mirrorworld.core.task import Split
-from mirrorworld.envs.gymnasium import MAX_TEXT, _ascii, _clip, decode_action
+from mirrorworld.envs.gymnasium import _ascii, _clip, decode_action, env_spaces
 from mirrorworld.errors import MirrorworldError
 
 __all__ = ["RemoteMirrorEnv"]
@@ -75,23 +72,7 @@ class RemoteMirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.render_mode = render_mode
         self.tool_names: tuple[str, ...] = tuple(t["function"]["name"] for t in detail["tools"])
         n = len(self.tool_names)
-        text = spaces.Text(MAX_TEXT, min_length=0, charset=string.printable)
-        self.observation_space = spaces.Dict(
-            {
-                "instruction": text,
-                "view": text,
-                "records": text,
-                "last_result": text,
-                "tool_mask": spaces.MultiBinary(n),
-                "step": spaces.Box(0, max_steps, shape=(), dtype=np.int64),
-            }
-        )
-        self.action_space = spaces.Dict(
-            {
-                "tool_name": spaces.Discrete(n),
-                "tool_args": spaces.Text(MAX_ARGS_CHARS, min_length=0, charset=string.printable),
-            }
-        )
+        self.observation_space, self.action_space = env_spaces(n, max_steps)
         self._all = np.ones(n, dtype=np.int8)
         self._none = np.zeros(n, dtype=np.int8)
         self.session: RemoteSession | None = None

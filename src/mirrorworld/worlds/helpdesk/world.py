@@ -50,6 +50,7 @@ class HelpdeskWorld(World):
     version = 0
     epoch = EPOCH
     source_dir = Path(__file__).resolve().parent
+    owners = _OWNERS
 
     def declare_tools(self) -> Sequence[ToolSpec]:
         return TOOLS
@@ -62,12 +63,6 @@ class HelpdeskWorld(World):
 
     def generate(self, conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
         data.generate(conn, rng, scale)
-
-    def owner(self, table: str, row: dict[str, Any]) -> EntityRef | None:
-        spec = _OWNERS.get(table)
-        if spec is None:
-            return None
-        return (spec[0], int(row[spec[1]]))
 
     def outcome_view(self, db: sqlite3.Connection, targets: Sequence[EntityRef]) -> dict[str, Any]:
         view: dict[str, Any] = {}
