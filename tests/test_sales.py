@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mirrorworld.audit import audit_verifiers
 from mirrorworld.envs.chat import ChatEnv
@@ -12,7 +14,7 @@ from mirrorworld.envs.gymnasium import MirrorEnv
 from mirrorworld.registry import Registry
 from mirrorworld.testing import check_world
 from mirrorworld.worlds.sales import SalesWorld
-from mirrorworld.worlds.sales.rules import amounts, unit_price
+from mirrorworld.worlds.sales.rules import CENT, TAX_RATE, amounts, money, price_text, unit_price
 from mirrorworld.worlds.sales.world import canonical_state
 
 WORLD = SalesWorld()
@@ -55,6 +57,20 @@ def test_tax_is_rounded_once_per_document_half_even() -> None:
     # 3 x 24.995 = 74.985 -> 74.98 (half-even); tax 7.4985 + 0.10*38.125 = 11.311 -> 11.31
     assert amounts([(3, Decimal("24.995")), (1, Decimal("38.125"))]) == ("113.10", "11.31", "124.41")
     assert unit_price(Decimal("149.99"), Decimal(15)) == Decimal("127.4915")
+
+
+_PRICES = st.integers(0, 10**8).map(lambda units: Decimal(units).scaleb(-4))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 100_000), _PRICES), max_size=6))
+def test_amounts_equal_the_decimal_computation(lines: list[tuple[int, Decimal]]) -> None:
+    """The integer arithmetic gives what Decimal gives with the documented roundings."""
+    line_sum = sum(((q * p).quantize(CENT, rounding=ROUND_HALF_EVEN) for q, p in lines), Decimal(0))
+    tax = sum((q * p * TAX_RATE for q, p in lines), Decimal(0)).quantize(CENT, rounding=ROUND_HALF_EVEN)
+    expected = (money(line_sum), money(tax), money(line_sum + tax))
+    assert amounts(lines) == expected
+    assert amounts([(q, price_text(p)) for q, p in lines]) == expected  # prices as stored text
 
 
 def _call(session: object, tool: str, **args: object) -> dict[str, object]:

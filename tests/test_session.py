@@ -250,6 +250,28 @@ def test_a_crashing_write_propagates_and_is_rolled_back(faulty_helpdesk: FaultyH
         assert verify(s).passed
 
 
+def test_writes_through_db_are_touched_but_belong_to_no_call(helpdesk: HelpdeskWorld, cancel_task: Task) -> None:
+    oid = _order_id(cancel_task)
+    with helpdesk.session(cancel_task) as s:
+        team = s.db.execute("INSERT INTO teams (name, queue, tier) VALUES ('Night shift', 'night', 1)").lastrowid
+        assert ("teams", team) in s.touched()
+        assert s.call("cancel_order", {"order_id": oid, "reason": "customer_request"}).ok
+        rows = s.events[-1].rows
+        assert ("orders", oid) in rows and ("teams", team) not in rows
+        assert ("teams", team) in {(c.table, c.pk) for c in s.changes()}
+
+
+def test_a_fork_mid_episode_records_only_its_own_calls(helpdesk: HelpdeskWorld, cancel_task: Task) -> None:
+    oid = _order_id(cancel_task)
+    with helpdesk.session(cancel_task) as s:
+        s.db.execute("UPDATE orders SET status=status WHERE id=?", (oid + 1,))
+        with s.fork() as child:
+            assert child.touched() == s.touched()
+            assert child.call("cancel_order", {"order_id": oid, "reason": "customer_request"}).ok
+            assert ("orders", oid + 1) not in child.events[-1].rows
+            assert ("orders", oid) in child.touched() and ("orders", oid) not in s.touched()
+
+
 # -- forks -------------------------------------------------------------------------
 
 

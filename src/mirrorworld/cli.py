@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["main"]
 
@@ -140,20 +141,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     }
     runfile = RunFile.create(out, meta)
     started = time.perf_counter()
-    show_progress = not args.no_progress and (not args.json or sys.stderr.isatty())
+    show = wants_progress(json_output=args.json, disabled=args.no_progress)
     try:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=_console(stderr=True),
-            transient=True,
-            disable=not show_progress,
-        ) as bar:
-            job = bar.add_task(f"{agent.name} on {world.id}", total=args.episodes * args.trials)
+        with progress_bar(f"{agent.name} on {world.id}", args.episodes * args.trials, enabled=show) as update:
             records = run_episodes(
                 world,
                 agent,
@@ -164,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 trials=args.trials,
                 max_steps=args.max_steps,
                 on_record=runfile.add,
-                progress=lambda done, total: bar.update(job, completed=done),
+                progress=update,
             )
         summary = summarize(records, seconds=time.perf_counter() - started)
         summary["run_file"] = str(out)

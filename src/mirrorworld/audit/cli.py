@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["register"]
 
@@ -37,9 +37,6 @@ def register(sub: Any) -> dict[str, Any]:
 
 
 def cmd_audit_verifiers(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     from mirrorworld.audit.report import audit_html, print_audit
     from mirrorworld.audit.verifiers import audit_verifiers
     from mirrorworld.registry import default
@@ -48,23 +45,14 @@ def cmd_audit_verifiers(args: argparse.Namespace) -> int:
         raise MirrorworldError("--seeds must be at least 1")
     world = default.get(args.world)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-        disable=args.json and not sys.stderr.isatty(),
-    ) as bar:
-        job = bar.add_task(f"auditing {world.id}", total=None)
+    with progress_bar(f"auditing {world.id}", None, enabled=wants_progress(json_output=args.json)) as update:
         report = audit_verifiers(
             world,
             seeds=args.seeds,
             families=families,
             probes=not args.no_probes,
             cross_process=not args.no_cross_process,
-            progress=lambda done, total: bar.update(job, completed=done, total=total),
+            progress=update,
         )
     data = report.to_dict()
     regressions = args.regressions or ("tests/regressions" if Path("tests/regressions").is_dir() else None)

@@ -22,6 +22,7 @@ own account of what it did.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import sqlite3
@@ -31,7 +32,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from mirrorworld.core.store import RowKey, encode_row
+from mirrorworld.core.store import Clone, RowKey, encode_row
 from mirrorworld.core.tools import ToolKind, ToolSpec
 from mirrorworld.errors import SessionClosedError, ToolError, WorldError
 
@@ -143,7 +144,8 @@ class ToolContext:
     """What a tool function sees: the session's database and its bookkeeping.
 
     Tools query through ``one``/``all``/``execute`` (parameterised SQL only),
-    read the simulated time with ``now``, report broken rules with
+    read the simulated time with ``now`` (not from the ``sim_clock`` row, which
+    is brought up to date only when the session's database is looked at), report broken rules with
     ``violation``, mark records as on screen with ``show`` and end the episode
     with ``finish``.
     """
@@ -197,9 +199,7 @@ class ToolContext:
 class Session:
     """One isolated episode. Create with ``World.session(task)``."""
 
-    def __init__(
-        self, world: World, image: Image, task: Task | None, *, _conn: sqlite3.Connection | None = None
-    ) -> None:
+    def __init__(self, world: World, image: Image, task: Task | None, *, _conn: Clone | None = None) -> None:
         self.world = world
         self.image = image
         self.task = task
@@ -215,6 +215,10 @@ class Session:
         self._tools = world.tools_by_name
         self._initial_rows: dict[RowKey, tuple[Any, ...] | None] | None = None if task is not None else {}
         self.clock = ""
+        self._clock_synced = True
+        """Whether the ``sim_clock`` row holds ``clock`` (it is written when the database is looked at)."""
+        self._written = self._conn.written
+        self._touched: set[RowKey] = set()
         if _conn is None:
             try:
                 if task is None:
@@ -267,31 +271,46 @@ class Session:
 
     def _run_write(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
         conn = self._conn
+        written = self._written
+        if written:  # rows written outside ``call`` (setup, a fork's replay, a grader): not this call's
+            self._absorb()
         ctx = ToolContext(self)
         saved_view = (self.view, list(self.viewed))
         conn.execute("SAVEPOINT mw_call")
         try:
-            conn.execute("DELETE FROM mw_calllog")
             data = spec.func(ctx, **kwargs)
-            rows = tuple(conn.execute("SELECT tbl, pk FROM mw_calllog ORDER BY tbl, pk").fetchall())
-            if rows:
-                self._advance_clock()
         except ToolError as err:
-            conn.execute("ROLLBACK TO mw_call")
-            conn.execute("RELEASE mw_call")
+            self._undo_call()
             self.view, self.viewed = saved_view
-            self.done, self.final_message = False, None
             return self._fail(step, spec.name, spec.kind, kwargs, err)
         except BaseException:
-            conn.execute("ROLLBACK TO mw_call")
-            conn.execute("RELEASE mw_call")
-            self.done, self.final_message = False, None
+            self._undo_call()
             raise
         conn.execute("RELEASE mw_call")
+        rows: tuple[RowKey, ...] = ()
+        if written:
+            rows = self._absorb()
+            self.clock = _tick(self.clock)
+            self._clock_synced = False
         self.events.append(
             Event(step, spec.name, spec.kind, _jsonable(kwargs), True, None, rows, tuple(ctx._violations))
         )
         return ToolResult(True, data, done=self.done)
+
+    def _undo_call(self) -> None:
+        """Roll the current call back whole, and forget the rows it wrote."""
+        self._conn.execute("ROLLBACK TO mw_call")
+        self._conn.execute("RELEASE mw_call")
+        self._written.clear()
+        self.done, self.final_message = False, None
+
+    def _absorb(self) -> tuple[RowKey, ...]:
+        """Move the connection's log of written rows into ``touched``; return them sorted."""
+        names = self.image.tracked
+        rows = tuple(sorted({(names[i], pk) for i, pk in self._written}))
+        self._written.clear()
+        self._touched.update(rows)
+        return rows
 
     def _fail(
         self, step: int, name: str, kind: ToolKind | None, kwargs: dict[str, Any] | None, err: ToolError
@@ -315,23 +334,42 @@ class Session:
             raise WorldError("world image has no sim_clock row")
         return str(row[0])
 
-    def _advance_clock(self) -> None:
-        t = datetime.fromisoformat(self.clock) + CLOCK_STEP
-        new = t.isoformat().replace("+00:00", "Z")
-        self._conn.execute("UPDATE sim_clock SET now=? WHERE id=1", (new,))
-        self.clock = new
+    def _settle(self) -> None:
+        """Bring the bookkeeping up to date before the database is looked at from outside a call."""
+        if self._written:
+            self._absorb()
+        if not self._clock_synced:
+            self._conn.execute("UPDATE sim_clock SET now=? WHERE id=1", (self.clock,))
+            self._clock_synced = True
 
     # -- state --------------------------------------------------------------
 
     @property
     def db(self) -> sqlite3.Connection:
-        """The session's connection, for graders and tests (not for agents)."""
+        """The session's connection, for graders and tests (not for agents).
+
+        Rows written through it count as touched, and as written by no call.
+        """
         self._check_open()
+        self._settle()
         return self._conn
 
     def touched(self) -> list[RowKey]:
-        """Every row written since the pristine image, setup included."""
-        return [(t, int(p)) for t, p in self._conn.execute("SELECT tbl, pk FROM mw_touched ORDER BY tbl, pk")]
+        """Every row of the world's tables written since the pristine image, setup included.
+
+        (A row written through ``db`` inside a savepoint that was rolled back
+        stays listed: that only costs a comparison.)
+        """
+        self._settle()
+        return sorted(self._touched)
+
+    def _state_keys(self) -> list[RowKey]:
+        """The touched rows plus every row of the untracked tables (the clock): all that may differ."""
+        keys = set(self.touched())
+        for table in self.image.untracked:
+            keys.update((table, int(r[0])) for r in self._conn.execute(f"SELECT rowid FROM {table}"))
+            keys.update(self.image.untracked_keys(table))
+        return sorted(keys)
 
     def _row(self, key: RowKey) -> tuple[Any, ...] | None:
         row = self._conn.execute(self.image.select_sql(key[0]), (key[1],)).fetchone()
@@ -362,7 +400,7 @@ class Session:
         """
         self._check_open()
         h = hashlib.sha256(self.image.digest.encode())
-        for key in self.touched():
+        for key in self._state_keys():
             row = self._row(key)
             if row != self.image.pristine_row(key):
                 h.update(f"{key[0]}|{key[1]}|{encode_row(row)}\n".encode())
@@ -372,7 +410,7 @@ class Session:
         """Rows that differ from the task's initial state (after setup)."""
         self._check_open()
         out = []
-        for key in self.touched():
+        for key in self._state_keys():
             before, after = self._baseline(key), self._row(key)
             if before != after:
                 out.append(self._change(key, before, after))
@@ -384,7 +422,7 @@ class Session:
         other._check_open()
         if other.image is not self.image:
             raise WorldError("diff needs two sessions of the same world image")
-        keys = sorted(set(self.touched()) | set(other.touched()))
+        keys = sorted(set(self._state_keys()) | set(other._state_keys()))
         out = []
         for key in keys:
             a, b = self._row(key), other._row(key)
@@ -412,7 +450,7 @@ class Session:
         conn = self.image.acquire()
         try:
             conn.execute("PRAGMA defer_foreign_keys=ON")
-            for table, pk in self.touched():
+            for table, pk in self._state_keys():
                 row = self._row((table, pk))
                 if row is None:
                     conn.execute(f"DELETE FROM {table} WHERE rowid=?", (pk,))
@@ -433,6 +471,7 @@ class Session:
         twin.viewed = list(self.viewed)
         twin._initial_rows = self._initial
         twin.clock = self.clock
+        twin._touched = set(self._touched)
         return twin
 
     # -- lifecycle ----------------------------------------------------------
@@ -461,6 +500,13 @@ class Session:
         if not getattr(self, "_closed", True):
             with contextlib.suppress(Exception):  # interpreter shutdown
                 self._conn.close()
+
+
+@functools.lru_cache(maxsize=4096)
+def _tick(clock: str) -> str:
+    """The clock one step after ``clock`` (episodes walk the same few minutes, hence the cache)."""
+    t = datetime.fromisoformat(clock) + CLOCK_STEP
+    return t.isoformat().replace("+00:00", "Z")
 
 
 def _parse_args(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:

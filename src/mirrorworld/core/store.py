@@ -7,13 +7,16 @@ so handing a connection back to the image rolls the episode away and leaves the
 exact pristine bytes behind; the connection is then reused by the next episode
 (``ROLLBACK`` costs microseconds where ``deserialize`` costs a millisecond).
 
-Change tracking is done by the database itself: triggers on every world table
-record the ``(table, rowid)`` of each row written into ``mw_touched`` (since
-the image was pristine) and ``mw_calllog`` (during the current tool call). Both
-tables roll back with the writes they describe, so they are exact under
-savepoints, forks and undo. Comparing a touched row with the same row of the
-pristine image tells whether it really changed: a write followed by its undo
-leaves no difference.
+Change tracking is done by the database itself: a trigger on every world
+table (but the ``untracked`` ones, such as the simulated clock, which the
+session keeps itself) hands the ``(table, rowid)`` of each row written to the
+connection's ``written`` list, through a function registered on every clone.
+The session drains that list after each tool call: the rows a call wrote are
+exactly those logged between its savepoint and its release (a call that rolls
+back discards its log), and their union is every row written since the image
+was pristine. Comparing a touched row with the same row of the pristine image
+tells whether it really changed: a write followed by its undo leaves no
+difference.
 """
 
 from __future__ import annotations
@@ -27,22 +30,12 @@ from typing import Any
 
 from mirrorworld.errors import WorldError
 
-__all__ = ["TRACKING_SQL", "Image", "RowKey", "connect_image", "encode_row"]
+__all__ = ["Clone", "Image", "RowKey", "connect_image", "encode_row"]
 
 RowKey = tuple[str, int]
 """A row's identity: ``(table, rowid)``."""
 
-TRACKING_SQL = """
-CREATE TABLE mw_touched (tbl TEXT NOT NULL, pk INTEGER NOT NULL, PRIMARY KEY (tbl, pk)) WITHOUT ROWID;
-CREATE TABLE mw_calllog (tbl TEXT NOT NULL, pk INTEGER NOT NULL, PRIMARY KEY (tbl, pk)) WITHOUT ROWID;
-"""
-
-_TRIGGER = """
-CREATE TRIGGER mw_{op}_{t} AFTER {OP} ON {t} BEGIN
-  INSERT OR IGNORE INTO mw_touched VALUES ('{t}', {ref}.rowid);
-  INSERT OR IGNORE INTO mw_calllog VALUES ('{t}', {ref}.rowid);
-END;
-"""
+_TRIGGER = "CREATE TRIGGER mw_{op}_{t} AFTER {OP} ON {t} BEGIN SELECT mw_log({i}, {ref}.rowid); END;"
 
 POOL_SIZE = 64
 """Most idle connections an image keeps for reuse."""
@@ -53,9 +46,27 @@ def encode_row(row: tuple[Any, ...] | None) -> str:
     return json.dumps(row, separators=(",", ":"), ensure_ascii=True)
 
 
-def connect_image(data: bytes) -> sqlite3.Connection:
+class Clone(sqlite3.Connection):
+    """A connection holding a copy of an image.
+
+    ``written`` receives ``(table index, rowid)`` for every row written to a
+    tracked table (the index is into :attr:`Image.tracked`), in write order,
+    duplicates included; whoever reads it clears it.
+    """
+
+    written: list[tuple[int, int]]
+
+
+def connect_image(data: bytes) -> Clone:
     """A new in-memory connection holding a copy of ``data``."""
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, factory=Clone)
+    conn.written = []
+    log = conn.written.append
+
+    def mw_log(table: int, rowid: int) -> None:
+        log((table, rowid))
+
+    conn.create_function("mw_log", 2, mw_log)
     conn.deserialize(data)
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
@@ -65,11 +76,13 @@ class Image:
     """The pristine database of one world build, with a pool of clones.
 
     ``build`` receives an empty connection and must create and fill the world's
-    tables; the image then adds change tracking and freezes the result.
+    tables; the image then adds change tracking (to every table not named in
+    ``untracked``) and freezes the result.
     """
 
-    def __init__(self, build: Callable[[sqlite3.Connection], None]) -> None:
+    def __init__(self, build: Callable[[sqlite3.Connection], None], *, untracked: Iterable[str] = ()) -> None:
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA page_size=4096")
         build(conn)
         tables = [
             r[0]
@@ -80,19 +93,20 @@ class Image:
         ]
         if not tables:
             raise WorldError("a world image needs at least one table")
-        conn.executescript(TRACKING_SQL)
-        for t in tables:
+        skip = set(untracked)
+        tracked = [t for t in tables if t not in skip]
+        for i, t in enumerate(tracked):
             for op, ref in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")):
-                conn.executescript(_TRIGGER.format(op=op.lower(), OP=op, t=t, ref=ref))
-        # An UPDATE that changes a rowid must record the old row too.
-        for t in tables:
-            conn.executescript(
-                f"CREATE TRIGGER mw_updold_{t} AFTER UPDATE ON {t} WHEN OLD.rowid <> NEW.rowid BEGIN "
-                f"INSERT OR IGNORE INTO mw_touched VALUES ('{t}', OLD.rowid); "
-                f"INSERT OR IGNORE INTO mw_calllog VALUES ('{t}', OLD.rowid); END;"
+                conn.execute(_TRIGGER.format(op=op.lower(), OP=op, t=t, ref=ref, i=i))
+            # An UPDATE that changes a rowid must record the old row too.
+            conn.execute(
+                f"CREATE TRIGGER mw_updold_{t} AFTER UPDATE ON {t} WHEN OLD.rowid <> NEW.rowid "
+                f"BEGIN SELECT mw_log({i}, OLD.rowid); END;"
             )
         conn.execute("VACUUM")
         self.tables: tuple[str, ...] = tuple(tables)
+        self.tracked: tuple[str, ...] = tuple(tracked)
+        self.untracked: tuple[str, ...] = tuple(t for t in tables if t in skip)
         self.columns: dict[str, tuple[str, ...]] = {
             t: tuple(r[1] for r in conn.execute(f"PRAGMA table_info({t})")) for t in tables
         }
@@ -103,9 +117,10 @@ class Image:
         self._pristine = connect_image(self.data)
         self._pristine.execute("PRAGMA query_only=ON")
         self._pristine_lock = threading.Lock()
-        self._pool: list[sqlite3.Connection] = []
+        self._pool: list[Clone] = []
         self._pool_lock = threading.Lock()
         self._select = {t: f"SELECT * FROM {t} WHERE rowid=?" for t in tables}
+        self._untracked_keys: dict[str, tuple[RowKey, ...]] = {}
 
     def _digest(self, conn: sqlite3.Connection) -> str:
         h = hashlib.sha256()
@@ -120,16 +135,17 @@ class Image:
     def nbytes(self) -> int:
         return len(self.data)
 
-    def acquire(self) -> sqlite3.Connection:
-        """A connection in pristine state with an episode transaction open."""
+    def acquire(self) -> Clone:
+        """A connection in pristine state with an episode transaction open (and an empty log)."""
         with self._pool_lock:
             conn = self._pool.pop() if self._pool else None
         if conn is None:
             conn = connect_image(self.data)
         conn.execute("BEGIN")
+        conn.written.clear()
         return conn
 
-    def release(self, conn: sqlite3.Connection, *, reusable: bool = True) -> None:
+    def release(self, conn: Clone, *, reusable: bool = True) -> None:
         """Roll an episode away and keep the connection for the next one."""
         if reusable and conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -144,6 +160,14 @@ class Image:
         with self._pristine_lock:
             row = self._pristine.execute(self._select[key[0]], (key[1],)).fetchone()
         return tuple(row) if row is not None else None
+
+    def untracked_keys(self, table: str) -> tuple[RowKey, ...]:
+        """The rows of an untracked table in the pristine image."""
+        keys = self._untracked_keys.get(table)
+        if keys is None:
+            rows = self.query(f"SELECT rowid FROM {table}")
+            keys = self._untracked_keys[table] = tuple((table, int(r[0])) for r in rows)
+        return keys
 
     def pristine_rows(self, keys: Iterable[RowKey]) -> dict[RowKey, tuple[Any, ...] | None]:
         return {k: self.pristine_row(k) for k in keys}

@@ -92,6 +92,11 @@ class ToolSpec:
     kind: ToolKind
     params: tuple[Param, ...]
     func: Callable[..., Any] = field(repr=False)
+    names: frozenset[str] = field(init=False, repr=False, compare=False)
+    """The parameter names (derived)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(p.name for p in self.params))
 
     @property
     def parameters_schema(self) -> dict[str, Any]:
@@ -120,9 +125,9 @@ class ToolSpec:
 
         Raises ``ToolError("invalid_arguments")`` naming the first bad argument.
         """
-        known = {p.name for p in self.params}
+        names = self.names
         for key in args:
-            if key not in known:
+            if key not in names:
                 raise ToolError("invalid_arguments", f"{self.name} has no argument {_show(key)}")
         out: dict[str, Any] = {}
         for p in self.params:

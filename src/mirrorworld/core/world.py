@@ -176,8 +176,9 @@ class World(ABC):
         """World knowledge the verifier audit uses (undo, alternative paths...)."""
         return AuditHooks()
 
-    @property
+    @cached_property
     def policy(self) -> str:
+        """The written policy the agent reads (``policy.md`` in the world's folder)."""
         return (self.source_dir / "policy.md").read_text(encoding="utf-8")
 
     # -- identity -----------------------------------------------------------
@@ -214,7 +215,7 @@ class World(ABC):
             conn.execute("CREATE TABLE sim_clock (id INTEGER PRIMARY KEY, now TEXT NOT NULL)")
             conn.execute("INSERT INTO sim_clock VALUES (1, ?)", (self.epoch,))
 
-        return Image(build)
+        return Image(build, untracked=("sim_clock",))
 
     def session(self, task: Task | None = None) -> Session:
         """A new isolated session, in the task's initial state."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from mirrorworld.core.world import World
 from mirrorworld.errors import MirrorworldError, RegistryError
+from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["register"]
 
@@ -31,7 +32,13 @@ def register(sub: Any) -> dict[str, Any]:
     f.add_argument("--calls", type=int, default=1200, help="random calls to replay (half valid, half with bad input)")
     f.add_argument("--seeds", type=int, default=2, help="task seeds per family for gold and audit traces")
     f.add_argument("--no-audit", action="store_true", help="skip the audit's mutant/variant trajectories")
-    f.add_argument("--trajectories", default=None, metavar="FILE", help="recorded trajectories (JSONL) to replay too")
+    f.add_argument(
+        "--trajectories",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="recorded trajectories to replay too: a run file of `mirrorworld run`, or JSONL (repeatable)",
+    )
     f.add_argument("--json", action="store_true")
     f.add_argument("--html", default=None, metavar="FILE")
     f.add_argument("--against", default=None, metavar="BASELINE", help="fail if agreement dropped below this baseline")
@@ -89,14 +96,29 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     traces: list[Trace] = list(gold_traces(world, args.seeds))
     if not args.no_audit:
         traces += list(audit_traces(world, args.seeds))
-    if args.trajectories:
-        traces += list(recorded_traces(Path(args.trajectories)))
+    for path in args.trajectories:
+        if not Path(path).is_file():
+            raise MirrorworldError(f"no trajectories file {path}")
+        traces += list(recorded_traces(Path(path)))
     n = (args.calls + RANDOM_LENGTH - 1) // RANDOM_LENGTH
     for i in range(n):
         kind = "random" if i % 2 == 0 else "invalid"
         traces.append(Trace(kind, f"{kind} {i}", kind, seed=i, length=RANDOM_LENGTH))
-    with TwinBackend(world, database) as twin:
-        run = run_fidelity(world, twin, traces)
+    total = sum(len(t.calls) or t.length for t in traces)
+    done = 0
+    with (
+        TwinBackend(world, database) as twin,
+        progress_bar(
+            f"replaying on mirror and twin ({len(traces)} traces)", total, enabled=wants_progress(json_output=args.json)
+        ) as update,
+    ):
+
+        def advance(calls: int) -> None:
+            nonlocal done
+            done += calls
+            update(done, total)
+
+        run = run_fidelity(world, twin, traces, progress=advance)
     data = to_dict(run)
     data["twin_options"] = options
     full = args.calls >= 1000

@@ -10,6 +10,7 @@ rounding).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from mirrorworld.core.world import Rule
@@ -49,12 +50,52 @@ def price_text(value: Decimal) -> str:
     return str(value.quantize(PRICE_UNIT, rounding=ROUND_HALF_EVEN))
 
 
-def amounts(lines: list[tuple[int, Decimal]]) -> tuple[str, str, str]:
-    """(untaxed, tax, total) of a document from its ``(quantity, unit_price)`` lines."""
-    untaxed = sum((Decimal(q) * p).quantize(CENT, rounding=ROUND_HALF_EVEN) for q, p in lines) or Decimal(0)
-    tax = (sum((Decimal(q) * p * TAX_RATE for q, p in lines), Decimal(0))).quantize(CENT, rounding=ROUND_HALF_EVEN)
-    untaxed = untaxed.quantize(CENT)
-    return money(untaxed), money(tax), money(untaxed + tax)
+def amounts(lines: Iterable[tuple[int, Decimal | str]]) -> tuple[str, str, str]:
+    """(untaxed, tax, total) of a document from its ``(quantity, unit_price)`` lines.
+
+    Unit prices have at most 4 decimals (text as stored, or ``Decimal``). The
+    sums are exact integer arithmetic in units of 1/10,000 (the result equals
+    the decimal computation, rounding included).
+    """
+    untaxed = 0  # cents
+    raw = 0  # sum of unrounded line amounts, in 1/10,000
+    for quantity, price in lines:
+        line = quantity * _price_units(price)
+        raw += line
+        untaxed += _round_half_even(line, 100)
+    tax = _round_half_even(raw * _TAX_UNITS, 10**6)  # 1/10,000 x 1/10,000 -> cents
+    return _cents_text(untaxed), _cents_text(tax), _cents_text(untaxed + tax)
+
+
+_TAX_UNITS = int(TAX_RATE * 10_000)
+if Decimal(_TAX_UNITS) / 10_000 != TAX_RATE:  # pragma: no cover - a constant of this module
+    raise ValueError("TAX_RATE must have at most 4 decimals")
+
+
+def _price_units(price: Decimal | str) -> int:
+    """A unit price in 1/10,000 (exact; more than 4 decimals is an error)."""
+    text = price if isinstance(price, str) else format(price, "f")
+    whole, _, frac = text.partition(".")
+    if len(frac) > 4:
+        if frac[4:].strip("0"):
+            raise ValueError(f"unit price {text} has more than 4 decimals")
+        frac = frac[:4]
+    sign = -1 if whole.startswith("-") else 1
+    return int(whole) * 10_000 + sign * int(frac.ljust(4, "0"))
+
+
+def _round_half_even(value: int, step: int) -> int:
+    """``value / step`` rounded half-to-even to an integer."""
+    q, r = divmod(value, step)
+    if 2 * r > step or (2 * r == step and q % 2):
+        q += 1
+    return q
+
+
+def _cents_text(cents: int) -> str:
+    sign = "-" if cents < 0 else ""
+    whole, frac = divmod(abs(cents), 100)
+    return f"{sign}{whole}.{frac:02d}"
 
 
 RULES = (

@@ -100,9 +100,14 @@ def _party_name(db: Db, party_id: int) -> str:
     return str(row["name"]) if row else str(party_id)
 
 
+def _priced_lines(db: Db, sale_id: int) -> list[tuple[int, str]]:
+    """A sale's ``(quantity, unit_price)`` lines."""
+    return db.execute("SELECT quantity, unit_price FROM sale_lines WHERE sale_id=?", (sale_id,)).fetchall()
+
+
 def sale_amounts(db: Db, sale_id: int) -> tuple[str, str, str]:
-    lines = db.all("SELECT quantity, unit_price FROM sale_lines WHERE sale_id=? ORDER BY id", (sale_id,))
-    return amounts([(int(r["quantity"]), Decimal(r["unit_price"])) for r in lines])
+    """(untaxed, tax, total) of a sale, from its lines."""
+    return amounts(_priced_lines(db, sale_id))
 
 
 # -- operations (shared by tools and the data generator) ---------------------------
@@ -243,8 +248,8 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
             f"sale {_sale_name(sale)} is {sale['state']}; only a quotation can be confirmed",
             rule="sale_workflow",
         )
-    lines = db.all("SELECT quantity, unit_price FROM sale_lines WHERE sale_id=? ORDER BY id", (sale_id,))
-    untaxed, tax, total = amounts([(int(r["quantity"]), Decimal(r["unit_price"])) for r in lines])
+    lines = _priced_lines(db, sale_id)
+    untaxed, tax, total = amounts(lines)
     if lines:
         db.execute(
             "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid) "
@@ -446,7 +451,7 @@ def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
         "SELECT id, product_id, quantity, unit_price, discount FROM sale_lines WHERE sale_id=? ORDER BY id",
         (sale_id,),
     )
-    untaxed, tax, total = sale_amounts(ctx, sale_id)
+    untaxed, tax, total = amounts((r["quantity"], r["unit_price"]) for r in lines)
     return {
         "sale": {**sale, "untaxed_amount": untaxed, "tax_amount": tax, "total_amount": total},
         "lines": lines,
