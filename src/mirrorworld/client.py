@@ -282,10 +282,28 @@ def _ws_message(op: str, sid: str | None, body: dict[str, Any] | None, rid: int)
     return json.dumps(msg, separators=(",", ":"))
 
 
+def _connection_error(err: BaseException) -> RemoteError:
+    return RemoteError(0, "connection_error", f"{type(err).__name__}: {err}")
+
+
+class _Endpoint:
+    """What both clients hold: the server, the transport, the credentials and the request ids."""
+
+    def __init__(self, base_url: str, *, token: str | None, transport: Transport, timeout: float) -> None:
+        if transport not in ("http", "ws"):
+            raise MirrorworldError(f"transport must be http or ws, not {transport!r}")
+        self.base_url = base_url.rstrip("/")
+        self.transport: Transport = transport
+        self._headers = _headers(token)
+        self._timeout = timeout
+        self._ws: Any = None
+        self._ids = itertools.count(1)
+
+
 # -- synchronous ------------------------------------------------------------------------------
 
 
-class Client:
+class Client(_Endpoint):
     """A synchronous client (see the module docstring)."""
 
     def __init__(
@@ -296,15 +314,8 @@ class Client:
         transport: Transport = "http",
         timeout: float = 30.0,
     ) -> None:
-        if transport not in ("http", "ws"):
-            raise MirrorworldError(f"transport must be http or ws, not {transport!r}")
-        self.base_url = base_url.rstrip("/")
-        self.transport: Transport = transport
-        self._headers = _headers(token)
+        super().__init__(base_url, token=token, transport=transport, timeout=timeout)
         self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=timeout)
-        self._timeout = timeout
-        self._ws: Any = None
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
     # -- plumbing
@@ -317,7 +328,7 @@ class Client:
         try:
             response = self._http.request(method, path.format(sid=sid), json=body)
         except httpx.TransportError as err:
-            raise RemoteError(0, "connection_error", f"{type(err).__name__}: {err}") from None
+            raise _connection_error(err) from None
         return _check_http(response)
 
     def _ws_request(self, op: str, sid: str | None, body: dict[str, Any] | None) -> Any:
@@ -340,7 +351,7 @@ class Client:
                 reply = json.loads(self._ws.recv(timeout=self._timeout))
             except (OSError, TimeoutError, WebSocketException) as err:
                 self._drop_ws()
-                raise RemoteError(0, "connection_error", f"{type(err).__name__}: {err}") from None
+                raise _connection_error(err) from None
         return _check_ws(reply, rid)
 
     def _drop_ws(self) -> None:
@@ -353,7 +364,7 @@ class Client:
         try:
             return _check_http(self._http.get(path))
         except httpx.TransportError as err:
-            raise RemoteError(0, "connection_error", f"{type(err).__name__}: {err}") from None
+            raise _connection_error(err) from None
 
     # -- the API
 
@@ -465,7 +476,7 @@ class RemoteSession:
 # -- asynchronous -----------------------------------------------------------------------------
 
 
-class AsyncClient:
+class AsyncClient(_Endpoint):
     """An asynchronous client (see the module docstring). Over ``ws``, concurrent calls share one connection."""
 
     def __init__(
@@ -476,17 +487,10 @@ class AsyncClient:
         transport: Transport = "http",
         timeout: float = 30.0,
     ) -> None:
-        if transport not in ("http", "ws"):
-            raise MirrorworldError(f"transport must be http or ws, not {transport!r}")
-        self.base_url = base_url.rstrip("/")
-        self.transport: Transport = transport
-        self._headers = _headers(token)
+        super().__init__(base_url, token=token, transport=transport, timeout=timeout)
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=timeout)
-        self._timeout = timeout
-        self._ws: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._ids = itertools.count(1)
         self._connecting = asyncio.Lock()
 
     async def request(self, op: str, sid: str | None = None, body: dict[str, Any] | None = None) -> Any:
@@ -497,7 +501,7 @@ class AsyncClient:
         try:
             response = await self._http.request(method, path.format(sid=sid), json=body)
         except httpx.TransportError as err:
-            raise RemoteError(0, "connection_error", f"{type(err).__name__}: {err}") from None
+            raise _connection_error(err) from None
         return _check_http(response)
 
     async def _ensure_ws(self) -> Any:
@@ -525,7 +529,7 @@ class AsyncClient:
                 if future is not None and not future.done():
                     future.set_result(reply)
         except Exception as err:
-            error = RemoteError(0, "connection_error", f"{type(err).__name__}: {err}")
+            error = _connection_error(err)
         finally:
             if self._ws is ws:
                 self._ws = None
@@ -545,14 +549,14 @@ class AsyncClient:
             await ws.send(_ws_message(op, sid, body, rid))
             reply = await asyncio.wait_for(future, self._timeout)
         except (OSError, TimeoutError, WebSocketException) as err:
-            raise RemoteError(0, "connection_error", f"{type(err).__name__}: {err}") from None
+            raise _connection_error(err) from None
         return _check_ws(reply, rid)
 
     async def _get(self, path: str) -> Any:
         try:
             return _check_http(await self._http.get(path))
         except httpx.TransportError as err:
-            raise RemoteError(0, "connection_error", f"{type(err).__name__}: {err}") from None
+            raise _connection_error(err) from None
 
     async def health(self) -> dict[str, Any]:
         return dict(await self._get("/health"))

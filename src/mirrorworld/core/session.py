@@ -150,24 +150,25 @@ class ToolContext:
     with ``finish``.
     """
 
-    __slots__ = ("_violations", "db", "session")
+    __slots__ = ("_reader", "_violations", "db", "session")
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.db = session._conn
+        self._reader = session._conn.reader
         self._violations: list[Violation] = []
 
     def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
-        cur = self.db.execute(sql, params)
+        cur = self._reader.execute(sql, params)
         row = cur.fetchone()
         if row is None:
             return None
-        return dict(zip(_columns(sql, cur), row, strict=False))
+        return dict(zip(_columns(sql, cur), row))  # noqa: B905 - the columns are the row's
 
     def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        cur = self.db.execute(sql, params)
+        cur = self._reader.execute(sql, params)
         cols = _columns(sql, cur)
-        return [dict(zip(cols, r, strict=False)) for r in cur.fetchall()]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]  # noqa: B905 - the columns are the rows'
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.db.execute(sql, params)
@@ -211,13 +212,15 @@ class Session:
         self.done = False
         self.final_message: str | None = None
         self.view = ""
-        self.viewed: list[str] = []
+        self.viewed: tuple[str, ...] = ()
+        """The records the agent has had on screen, oldest first (at most 20)."""
         self._tools = world.tools_by_name
         self._initial_rows: dict[RowKey, tuple[Any, ...] | None] | None = None if task is not None else {}
         self.clock = ""
         self._clock_synced = True
         """Whether the ``sim_clock`` row holds ``clock`` (it is written when the database is looked at)."""
         self._written = self._conn.written
+        self._cursor = self._conn.reader
         self._touched: set[RowKey] = set()
         if _conn is None:
             try:
@@ -270,13 +273,12 @@ class Session:
         return ToolResult(True, data)
 
     def _run_write(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
-        conn = self._conn
         written = self._written
         if written:  # rows written outside ``call`` (setup, a fork's replay, a grader): not this call's
             self._absorb()
         ctx = ToolContext(self)
-        saved_view = (self.view, list(self.viewed))
-        conn.execute("SAVEPOINT mw_call")
+        saved_view = (self.view, self.viewed)
+        self._cursor.execute("SAVEPOINT mw_call")
         try:
             data = spec.func(ctx, **kwargs)
         except ToolError as err:
@@ -286,7 +288,7 @@ class Session:
         except BaseException:
             self._undo_call()
             raise
-        conn.execute("RELEASE mw_call")
+        self._cursor.execute("RELEASE mw_call")
         rows: tuple[RowKey, ...] = ()
         if written:
             rows = self._absorb()
@@ -299,16 +301,21 @@ class Session:
 
     def _undo_call(self) -> None:
         """Roll the current call back whole, and forget the rows it wrote."""
-        self._conn.execute("ROLLBACK TO mw_call")
-        self._conn.execute("RELEASE mw_call")
+        self._cursor.execute("ROLLBACK TO mw_call")
+        self._cursor.execute("RELEASE mw_call")
         self._written.clear()
         self.done, self.final_message = False, None
 
     def _absorb(self) -> tuple[RowKey, ...]:
         """Move the connection's log of written rows into ``touched``; return them sorted."""
         names = self.image.tracked
-        rows = tuple(sorted({(names[i], pk) for i, pk in self._written}))
-        self._written.clear()
+        written = self._written
+        if len(written) == 1:
+            i, pk = written[0]
+            rows: tuple[RowKey, ...] = ((names[i], pk),)
+        else:
+            rows = tuple(sorted({(names[i], pk) for i, pk in written}))
+        written.clear()
         self._touched.update(rows)
         return rows
 
@@ -321,10 +328,7 @@ class Session:
 
     def _show(self, ref: str, summary: str) -> None:
         self.view = summary
-        if ref in self.viewed:
-            self.viewed.remove(ref)
-        self.viewed.append(ref)
-        del self.viewed[:-20]
+        self.viewed = (*(r for r in self.viewed if r != ref), ref)[-20:]
 
     # -- clock --------------------------------------------------------------
 
@@ -468,7 +472,7 @@ class Session:
         twin.done = self.done
         twin.final_message = self.final_message
         twin.view = self.view
-        twin.viewed = list(self.viewed)
+        twin.viewed = self.viewed
         twin._initial_rows = self._initial
         twin.clock = self.clock
         twin._touched = set(self._touched)
@@ -510,6 +514,8 @@ def _tick(clock: str) -> str:
 
 
 def _parse_args(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
+    if type(args) is dict and all(type(k) is str for k in args):
+        return args
     if args is None:
         return {}
     if isinstance(args, str):

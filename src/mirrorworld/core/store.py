@@ -55,6 +55,8 @@ class Clone(sqlite3.Connection):
     """
 
     written: list[tuple[int, int]]
+    reader: sqlite3.Cursor
+    """A cursor kept for queries whose rows are fetched at once (saves making one per query)."""
 
 
 def connect_image(data: bytes) -> Clone:
@@ -69,6 +71,7 @@ def connect_image(data: bytes) -> Clone:
     conn.create_function("mw_log", 2, mw_log)
     conn.deserialize(data)
     conn.execute("PRAGMA foreign_keys=ON")
+    conn.reader = conn.cursor()
     return conn
 
 
@@ -82,7 +85,6 @@ class Image:
 
     def __init__(self, build: Callable[[sqlite3.Connection], None], *, untracked: Iterable[str] = ()) -> None:
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA page_size=4096")
         build(conn)
         tables = [
             r[0]

@@ -125,19 +125,19 @@ class ToolSpec:
 
         Raises ``ToolError("invalid_arguments")`` naming the first bad argument.
         """
-        names = self.names
-        for key in args:
-            if key not in names:
-                raise ToolError("invalid_arguments", f"{self.name} has no argument {_show(key)}")
+        if not self.names.issuperset(args):
+            key = next(k for k in args if k not in self.names)
+            raise ToolError("invalid_arguments", f"{self.name} has no argument {_show(key)}")
         out: dict[str, Any] = {}
         for p in self.params:
-            if p.name not in args or args[p.name] is None:
+            value = args.get(p.name)
+            if value is None:
                 if p.required:
                     raise ToolError("invalid_arguments", f"{self.name} needs argument '{p.name}'")
                 out[p.name] = p.default
                 continue
             try:
-                out[p.name] = p.coerce(args[p.name])
+                out[p.name] = p.coerce(value)
             except _Bad as bad:
                 raise ToolError("invalid_arguments", f"argument '{p.name}' of {self.name}: {bad}") from None
         return out
@@ -158,6 +158,8 @@ def _show(value: Any) -> str:
 
 
 def _coerce_int(value: Any) -> int:
+    if type(value) is int and -(10**15) <= value <= 10**15:
+        return value
     if isinstance(value, bool):
         raise _Bad("expected an integer, got a boolean")
     if isinstance(value, int):
@@ -208,6 +210,8 @@ def _valid_text(value: str) -> str:
 
 
 def _coerce_str(value: Any) -> str:
+    if type(value) is str and value.isascii() and len(value) <= MAX_STRING:
+        return value  # ASCII holds no surrogate
     if not isinstance(value, str):
         raise _Bad(f"expected a string, got {type(value).__name__}")
     if len(value) > MAX_STRING:

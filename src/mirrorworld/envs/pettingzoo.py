@@ -338,10 +338,8 @@ class _Core:
         return "\n".join(lines)
 
 
-class HelpdeskTeamAEC(AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
-    """The helpdesk team, one role at a time (AEC). See the module docstring."""
-
-    metadata = {"render_modes": ["ansi"], "name": "helpdesk_v0", "is_parallelizable": True}  # noqa: RUF012
+class _TeamEnv:
+    """What both PettingZoo APIs share: the episode core, the spaces and the role accessors."""
 
     def __init__(
         self,
@@ -406,6 +404,12 @@ class HelpdeskTeamAEC(AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  
         """``agent``'s observation as the role policies read it (no encoding round trip)."""
         return self._core.ep.observe(agent)
 
+
+class HelpdeskTeamAEC(_TeamEnv, AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
+    """The helpdesk team, one role at a time (AEC). See the module docstring."""
+
+    metadata = {"render_modes": ["ansi"], "name": "helpdesk_v0", "is_parallelizable": True}  # noqa: RUF012
+
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         ep = self._core.start(seed, options)
         self.agents = self._core.agents_of(ep)
@@ -462,72 +466,10 @@ class HelpdeskTeamAEC(AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  
             self._core.episode = None
 
 
-class HelpdeskTeamParallel(ParallelEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
+class HelpdeskTeamParallel(_TeamEnv, ParallelEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
     """The helpdesk team, every role at once (Parallel). See the module docstring."""
 
     metadata = {"render_modes": ["ansi"], "name": "helpdesk_v0", "is_parallelizable": True}  # noqa: RUF012
-
-    def __init__(
-        self,
-        world: str | HelpdeskTeamWorld | None = None,
-        *,
-        split: Split = "train",
-        families: Sequence[str] | None = None,
-        max_cycles: int = 40,
-        reward: Literal["shaped", "sparse"] = "shaped",
-        penalty: float = 1.0,
-        customer: RolePolicy | None = None,
-        render_mode: str | None = None,
-    ) -> None:
-        self._core = _Core(
-            world,
-            split=split,
-            families=families,
-            max_cycles=max_cycles,
-            reward=reward,
-            penalty=penalty,
-            customer=customer,
-        )
-        self.possible_agents = list(self._core.possible_agents)
-        self.observation_spaces = dict(self._core.observation_spaces)
-        self.action_spaces = dict(self._core.action_spaces)
-        self.render_mode = render_mode
-        self.agents: list[str] = []
-
-    @property
-    def max_cycles(self) -> int:
-        return self._core.max_cycles
-
-    @max_cycles.setter
-    def max_cycles(self, value: int) -> None:
-        self._core.max_cycles = int(value)
-
-    @property
-    def world(self) -> HelpdeskTeamWorld:
-        return self._core.world
-
-    @property
-    def episode(self) -> TeamEpisode | None:
-        """The running episode (its session, turns and verdict)."""
-        return self._core.episode
-
-    def tools(self, agent: str) -> tuple[str, ...]:
-        """The tool names of ``agent``'s action indices 1..n (index 0 is ``wait``)."""
-        return self._core.tools[agent]
-
-    def tool_schemas(self, agent: str) -> list[dict[str, Any]]:
-        """``agent``'s tools in OpenAI function-calling format, in action-index order (for model-backed agents)."""
-        return [self._core.world.tools_by_name[name].openai_schema() for name in self._core.tools[agent]]
-
-    def observation_space(self, agent: str) -> spaces.Dict:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Dict:
-        return self.action_spaces[agent]
-
-    def role_observation(self, agent: str) -> RoleObservation:
-        """``agent``'s observation as the role policies read it (no encoding round trip)."""
-        return self._core.ep.observe(agent)
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None

@@ -22,7 +22,18 @@ from decimal import Decimal
 from typing import Any
 
 from mirrorworld.errors import ToolError
-from mirrorworld.worlds.sales.rules import DISCOUNT_FREE_LIMIT, DISCOUNT_MAX, money, price_text, unit_price
+from mirrorworld.worlds.sales.rules import (
+    check_approval_request,
+    check_lead_amount,
+    check_line_discount,
+    check_payment_amount,
+    check_quantity,
+    clean_text,
+    money,
+    price_text,
+    search_text,
+    unit_price,
+)
 
 __all__ = ["ERROR_CODES", "TOOLS", "canonical_state", "context"]
 
@@ -41,24 +52,6 @@ def _get(pool: Any, model: str, what: str, ident: int) -> Any:
     if not found:
         raise ToolError("not_found", f"no {what} {ident}")
     return found[0]
-
-
-def _query(text: str) -> str:
-    q = " ".join(text.split())
-    if len(q) < 2:
-        raise ToolError("invalid_arguments", "query must have at least 2 characters")
-    if len(q) > 200:
-        raise ToolError("invalid_arguments", "query must have at most 200 characters")
-    return q
-
-
-def _text(value: str, name: str, limit: int = 500) -> str:
-    text = " ".join(value.split())
-    if not text:
-        raise ToolError("invalid_arguments", f"{name} must not be empty")
-    if len(text) > limit:
-        raise ToolError("invalid_arguments", f"{name} must have at most {limit} characters")
-    return text
 
 
 def _pattern(q: str) -> str:
@@ -118,7 +111,7 @@ def get_policy(pool: Any, policy: str) -> dict[str, Any]:
 
 def search_parties(pool: Any, query: str) -> dict[str, Any]:
     Party = pool.get("party.party")
-    p = _pattern(_query(query))
+    p = _pattern(search_text(query))
     found = Party.search(
         [("id", "not in", INTERNAL_PARTIES), ["OR", ("name", "ilike", p), ("code", "ilike", p)]],
         order=[("id", "ASC")],
@@ -163,7 +156,7 @@ def _product_row(product: Any, on_hand: dict[int, int]) -> dict[str, Any]:
 
 def search_products(pool: Any, query: str) -> dict[str, Any]:
     Product = pool.get("product.product")
-    p = _pattern(_query(query))
+    p = _pattern(search_text(query))
     found = Product.search(["OR", ("name", "ilike", p), ("code", "ilike", p)], order=[("id", "ASC")], limit=10)
     stock = _on_hand(pool, found)
     return {"products": [_product_row(x, stock) for x in found]}
@@ -285,7 +278,7 @@ def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
 
 def add_contact(pool: Any, party_id: int, kind: str, value: str) -> dict[str, Any]:
     party = _get(pool, "party.party", "party", party_id)
-    value = _text(value, "value", 200)
+    value = clean_text(value, "value", 200)
     Mechanism = pool.get("party.contact_mechanism")
     (created,) = Mechanism.create([{"party": party.id, "type": kind, "value": value}])
     return {"contact_id": created.id}
@@ -293,11 +286,8 @@ def add_contact(pool: Any, party_id: int, kind: str, value: str) -> dict[str, An
 
 def create_lead(pool: Any, party_id: int, description: str, amount: Decimal) -> dict[str, Any]:
     party = _get(pool, "party.party", "party", party_id)
-    description = _text(description, "description", 200)
-    if amount < 0:
-        raise ToolError("invalid_arguments", "amount must not be negative")
-    if amount != amount.quantize(Decimal("0.01")):
-        raise ToolError("invalid_arguments", "amount has more than two decimal places")
+    description = clean_text(description, "description", 200)
+    check_lead_amount(amount)
     Opportunity = pool.get("sale.opportunity")
     opp = Opportunity(party=party, description=description, amount=amount)
     opp.save()
@@ -338,7 +328,7 @@ def mark_lost(pool: Any, opportunity_id: int, reason: str) -> dict[str, Any]:
     if opp.state not in ("lead", "opportunity"):
         # Tryton also allows converted -> lost, which this desk's tools never reach.
         raise ToolError("invalid_state", message, rule="opportunity_workflow")
-    reason = _text(reason, "reason")
+    reason = clean_text(reason, "reason")
     opp.lost_reason = reason
     opp.save()
     fresh = _transition(pool, opp, "lost", "lost", "opportunity_workflow", message)
@@ -347,7 +337,7 @@ def mark_lost(pool: Any, opportunity_id: int, reason: str) -> dict[str, Any]:
 
 def create_quotation(pool: Any, party_id: int, description: str) -> dict[str, Any]:
     party = _get(pool, "party.party", "party", party_id)
-    description = _text(description, "description", 200)
+    description = clean_text(description, "description", 200)
     Sale = pool.get("sale.sale")
     sale = Sale()
     sale.party = party
@@ -370,13 +360,8 @@ def _draft_sale(pool: Any, sale_id: int, action: str) -> Any:
 
 def request_discount_approval(pool: Any, sale_id: int, discount: Decimal, reason: str) -> dict[str, Any]:
     sale = _draft_sale(pool, sale_id, "discounts are approved for")
-    reason = _text(reason, "reason")
-    if discount <= 0 or discount > 100 or discount != discount.quantize(Decimal("0.01")):
-        raise ToolError("invalid_arguments", "discount must be a percentage above 0 and at most 100, two decimals")
-    if discount <= DISCOUNT_FREE_LIMIT:
-        raise ToolError("policy_refused", f"a discount of {discount}% needs no approval", rule="discount_approval")
-    if discount > DISCOUNT_MAX:
-        raise ToolError("policy_refused", f"discounts above {DISCOUNT_MAX}% are never approved", rule="discount_max")
+    reason = clean_text(reason, "reason")
+    check_approval_request(discount)
     Note = pool.get("ir.note")
     (note,) = Note.create(
         [{"resource": f"sale.sale,{sale.id}", "message": f"{APPROVAL_PREFIX}{money(discount)} | {reason}"}]
@@ -387,18 +372,8 @@ def request_discount_approval(pool: Any, sale_id: int, discount: Decimal, reason
 def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
     sale = _draft_sale(pool, sale_id, "lines are added to")
     product = _get(pool, "product.product", "product", product_id)
-    if quantity < 1 or quantity > 100_000:
-        raise ToolError("invalid_arguments", "quantity must be a whole number from 1 to 100000")
-    if discount < 0 or discount > 100 or discount != discount.quantize(Decimal("0.01")):
-        raise ToolError("invalid_arguments", "discount must be a percentage from 0 to 100 with two decimals at most")
-    if discount > DISCOUNT_FREE_LIMIT:
-        approved = [d for _i, d, _r in _approvals(pool, sale)]
-        if not approved or max(approved) < discount:
-            raise ToolError(
-                "policy_refused",
-                f"a discount of {discount}% needs an approval for this sale (above {DISCOUNT_FREE_LIMIT}%)",
-                rule="discount_approval",
-            )
+    check_quantity(quantity)
+    check_line_discount(discount, lambda: max((d for _i, d, _r in _approvals(pool, sale)), default=None))
     Line = pool.get("sale.line")
     line = Line()
     line.sale = sale
@@ -500,8 +475,7 @@ def pay_invoice(pool: Any, invoice_id: int, amount: Decimal) -> dict[str, Any]:
             f"invoice {inv.number or invoice_id} is {inv.state}; only a posted invoice is paid",
             rule="sale_workflow",
         )
-    if amount <= 0 or amount != amount.quantize(Decimal("0.01")):
-        raise ToolError("invalid_arguments", "amount must be positive with two decimals at most")
+    check_payment_amount(amount)
     _pay(pool, inv, amount)
     fresh = _reload(pool, "account.invoice", inv.id)
     sale = _invoice_sale(fresh)

@@ -1,5 +1,6 @@
-"""The sales world's business rules: the figures of its policy, the rule ids and
-the arithmetic of amounts (shared by the mirror and the real twin's adapter).
+"""The sales world's business rules: the figures of its policy, the rule ids, the
+arithmetic of amounts and the desk's own checks on arguments and discounts
+(shared by the mirror and the real twin's adapter, which enforce them alike).
 
 ``policy.md`` states these in prose for the agent; ``tools.py`` enforces them.
 The arithmetic follows the real system: a line amount is ``quantity x unit
@@ -10,10 +11,11 @@ rounding).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from mirrorworld.core.world import Rule
+from mirrorworld.errors import ToolError
 
 EPOCH = "2026-03-16T09:00:00Z"
 SIM_DATE = EPOCH[:10]
@@ -96,6 +98,80 @@ def _cents_text(cents: int) -> str:
     sign = "-" if cents < 0 else ""
     whole, frac = divmod(abs(cents), 100)
     return f"{sign}{whole}.{frac:02d}"
+
+
+# -- the desk's checks (Tryton has no notion of them; both backends run these) ----------
+
+
+def search_text(text: str) -> str:
+    """A search query with its whitespace collapsed (2 to 200 characters)."""
+    q = " ".join(text.split())
+    if len(q) < 2:
+        raise ToolError("invalid_arguments", "query must have at least 2 characters")
+    if len(q) > 200:
+        raise ToolError("invalid_arguments", "query must have at most 200 characters")
+    return q
+
+
+def clean_text(value: str, name: str, limit: int = 500) -> str:
+    """A text field with its whitespace collapsed: not empty, at most ``limit`` characters."""
+    text = " ".join(value.split())
+    if not text:
+        raise ToolError("invalid_arguments", f"{name} must not be empty")
+    if len(text) > limit:
+        raise ToolError("invalid_arguments", f"{name} must have at most {limit} characters")
+    return text
+
+
+def _cents_exact(value: Decimal) -> bool:
+    return value == value.quantize(CENT)
+
+
+def check_lead_amount(amount: Decimal) -> None:
+    """A lead's estimated revenue: zero or more, in cents."""
+    if amount < 0:
+        raise ToolError("invalid_arguments", "amount must not be negative")
+    if not _cents_exact(amount):
+        raise ToolError("invalid_arguments", "amount has more than two decimal places")
+
+
+def check_payment_amount(amount: Decimal) -> None:
+    """A payment: positive, in cents (the amount due is the twin's or the mirror's own check)."""
+    if amount <= 0 or not _cents_exact(amount):
+        raise ToolError("invalid_arguments", "amount must be positive with two decimals at most")
+
+
+def check_quantity(quantity: int) -> None:
+    if quantity < 1 or quantity > 100_000:
+        raise ToolError("invalid_arguments", "quantity must be a whole number from 1 to 100000")
+
+
+def check_approval_request(discount: Decimal) -> None:
+    """A discount the manager is asked to approve: above the free limit, at most the maximum."""
+    if discount <= 0 or discount > 100 or not _cents_exact(discount):
+        raise ToolError("invalid_arguments", "discount must be a percentage above 0 and at most 100, two decimals")
+    if discount <= DISCOUNT_FREE_LIMIT:
+        raise ToolError("policy_refused", f"a discount of {discount}% needs no approval", rule="discount_approval")
+    if discount > DISCOUNT_MAX:
+        raise ToolError("policy_refused", f"discounts above {DISCOUNT_MAX}% are never approved", rule="discount_max")
+
+
+def check_line_discount(discount: Decimal, best_approved: Callable[[], Decimal | None]) -> None:
+    """A line's discount: 0 to 100 in cents, and above the free limit covered by an approval.
+
+    ``best_approved`` returns the sale's largest approved discount (None without
+    any); it is asked only when the discount needs an approval.
+    """
+    if discount < 0 or discount > 100 or not _cents_exact(discount):
+        raise ToolError("invalid_arguments", "discount must be a percentage from 0 to 100 with two decimals at most")
+    if discount > DISCOUNT_FREE_LIMIT:
+        best = best_approved()
+        if best is None or best < discount:
+            raise ToolError(
+                "policy_refused",
+                f"a discount of {discount}% needs an approval for this sale (above {DISCOUNT_FREE_LIMIT}%)",
+                rule="discount_approval",
+            )
 
 
 RULES = (

@@ -23,11 +23,16 @@ from mirrorworld.core.session import ToolContext
 from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.sales.rules import (
-    DISCOUNT_FREE_LIMIT,
-    DISCOUNT_MAX,
     amounts,
+    check_approval_request,
+    check_lead_amount,
+    check_line_discount,
+    check_payment_amount,
+    check_quantity,
+    clean_text,
     money,
     price_text,
+    search_text,
     unit_price,
 )
 
@@ -56,24 +61,6 @@ def like(text: str) -> str:
     """A LIKE pattern matching ``text`` literally anywhere."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
-
-
-def _query(text: str) -> str:
-    q = " ".join(text.split())
-    if len(q) < 2:
-        raise ToolError("invalid_arguments", "query must have at least 2 characters")
-    if len(q) > 200:
-        raise ToolError("invalid_arguments", "query must have at most 200 characters")
-    return q
-
-
-def _text(value: str, name: str, limit: int = 500) -> str:
-    text = " ".join(value.split())
-    if not text:
-        raise ToolError("invalid_arguments", f"{name} must not be empty")
-    if len(text) > limit:
-        raise ToolError("invalid_arguments", f"{name} must have at most {limit} characters")
-    return text
 
 
 def _get(db: Db, table: str, what: str, ident: int) -> dict[str, Any]:
@@ -115,7 +102,7 @@ def sale_amounts(db: Db, sale_id: int) -> tuple[str, str, str]:
 
 def ops_add_contact(db: Db, party_id: int, kind: str, value: str) -> int:
     _get(db, "parties", "party", party_id)
-    value = _text(value, "value", 200)
+    value = clean_text(value, "value", 200)
     if kind == "email" and not EMAIL.match(value):
         raise ToolError(
             "validation_error",
@@ -127,11 +114,8 @@ def ops_add_contact(db: Db, party_id: int, kind: str, value: str) -> int:
 
 def ops_create_lead(db: Db, party_id: int, description: str, amount: Decimal) -> dict[str, Any]:
     _get(db, "parties", "party", party_id)
-    description = _text(description, "description", 200)
-    if amount < 0:
-        raise ToolError("invalid_arguments", "amount must not be negative")
-    if amount != amount.quantize(Decimal("0.01")):
-        raise ToolError("invalid_arguments", "amount has more than two decimal places")
+    description = clean_text(description, "description", 200)
+    check_lead_amount(amount)
     number = _next(db, "opportunity")
     cur = db.execute(
         "INSERT INTO opportunities (number, party_id, description, amount, state) VALUES (?,?,?,?, 'lead')",
@@ -152,7 +136,7 @@ def ops_move_opportunity(db: Db, opportunity_id: int, to: str, reason: str | Non
     if to == "lost":
         db.execute(
             "UPDATE opportunities SET state='lost', lost_reason=? WHERE id=?",
-            (_text(reason or "", "reason"), opportunity_id),
+            (clean_text(reason or "", "reason"), opportunity_id),
         )
     else:
         db.execute("UPDATE opportunities SET state=? WHERE id=?", (to, opportunity_id))
@@ -161,7 +145,7 @@ def ops_move_opportunity(db: Db, opportunity_id: int, to: str, reason: str | Non
 
 def ops_create_quotation(db: Db, party_id: int, description: str) -> dict[str, Any]:
     _get(db, "parties", "party", party_id)
-    description = _text(description, "description", 200)
+    description = clean_text(description, "description", 200)
     cur = db.execute(
         "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state) "
         "VALUES (NULL, ?, ?, 'draft', 'none', 'none')",
@@ -183,34 +167,24 @@ def _draft_sale(db: Db, sale_id: int, action: str) -> dict[str, Any]:
 
 def ops_request_discount_approval(db: Db, sale_id: int, discount: Decimal, reason: str) -> dict[str, Any]:
     _draft_sale(db, sale_id, "discounts are approved for")
-    reason = _text(reason, "reason")
-    if discount <= 0 or discount > 100 or discount != discount.quantize(Decimal("0.01")):
-        raise ToolError("invalid_arguments", "discount must be a percentage above 0 and at most 100, two decimals")
-    if discount <= DISCOUNT_FREE_LIMIT:
-        raise ToolError("policy_refused", f"a discount of {discount}% needs no approval", rule="discount_approval")
-    if discount > DISCOUNT_MAX:
-        raise ToolError("policy_refused", f"discounts above {DISCOUNT_MAX}% are never approved", rule="discount_max")
+    reason = clean_text(reason, "reason")
+    check_approval_request(discount)
     cur = db.execute(
         "INSERT INTO approvals (sale_id, discount, reason) VALUES (?,?,?)", (sale_id, money(discount), reason)
     )
     return {"approval_id": int(cur.lastrowid or 0), "sale_id": sale_id, "discount": money(discount)}
 
 
+def _best_approval(db: Db, sale_id: int) -> Decimal | None:
+    rows = db.execute("SELECT discount FROM approvals WHERE sale_id=?", (sale_id,)).fetchall()
+    return max((Decimal(r[0]) for r in rows), default=None)
+
+
 def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
     _draft_sale(db, sale_id, "lines are added to")
     product = _get(db, "products", "product", product_id)
-    if quantity < 1 or quantity > 100_000:
-        raise ToolError("invalid_arguments", "quantity must be a whole number from 1 to 100000")
-    if discount < 0 or discount > 100 or discount != discount.quantize(Decimal("0.01")):
-        raise ToolError("invalid_arguments", "discount must be a percentage from 0 to 100 with two decimals at most")
-    if discount > DISCOUNT_FREE_LIMIT:
-        best = db.one("SELECT MAX(CAST(discount AS REAL)) AS d FROM approvals WHERE sale_id=?", (sale_id,))
-        if best is None or best["d"] is None or Decimal(str(best["d"])) < discount:
-            raise ToolError(
-                "policy_refused",
-                f"a discount of {discount}% needs an approval for this sale (above {DISCOUNT_FREE_LIMIT}%)",
-                rule="discount_approval",
-            )
+    check_quantity(quantity)
+    check_line_discount(discount, lambda: _best_approval(db, sale_id))
     price = unit_price(Decimal(product["list_price"]), discount)
     cur = db.execute(
         "INSERT INTO sale_lines (sale_id, product_id, quantity, unit_price, discount) VALUES (?,?,?,?,?)",
@@ -335,8 +309,7 @@ def ops_pay(db: Db, invoice_id: int, amount: Decimal) -> dict[str, Any]:
             f"invoice {inv['number'] or invoice_id} is {inv['state']}; only a posted invoice is paid",
             rule="sale_workflow",
         )
-    if amount <= 0 or amount != amount.quantize(Decimal("0.01")):
-        raise ToolError("invalid_arguments", "amount must be positive with two decimals at most")
+    check_payment_amount(amount)
     due = Decimal(inv["total"]) - Decimal(inv["paid"])
     if amount > due:
         raise ToolError(
@@ -370,7 +343,7 @@ def search_parties(ctx: ToolContext, query: str) -> dict[str, Any]:
     Args:
         query: Part of a customer's name or code.
     """
-    q = like(_query(query))
+    q = like(search_text(query))
     rows = ctx.all(
         "SELECT id, code, name FROM parties WHERE role='customer' AND (name LIKE ? ESCAPE '\\' "
         "OR code LIKE ? ESCAPE '\\') ORDER BY id LIMIT 10",
@@ -408,7 +381,7 @@ def search_products(ctx: ToolContext, query: str) -> dict[str, Any]:
     Args:
         query: Part of a product name or code.
     """
-    q = like(_query(query))
+    q = like(search_text(query))
     rows = ctx.all(
         "SELECT id, code, name, list_price, on_hand FROM products WHERE name LIKE ? ESCAPE '\\' "
         "OR code LIKE ? ESCAPE '\\' ORDER BY id LIMIT 10",
