@@ -467,16 +467,26 @@ class Session:
             self.image.release(conn, reusable=False)
             raise
         twin = Session(self.world, self.image, self.task, _conn=conn)
-        twin.events = list(self.events)
-        twin.steps = self.steps
-        twin.done = self.done
-        twin.final_message = self.final_message
-        twin.view = self.view
-        twin.viewed = self.viewed
+        twin.continue_from(self)
         twin._initial_rows = self._initial
-        twin.clock = self.clock
         twin._touched = set(self._touched)
         return twin
+
+    def continue_from(self, parent: Session) -> None:
+        """Take over ``parent``'s episode bookkeeping (calls, steps, screen, clock).
+
+        For a session that already holds the parent's state: a fork, or a
+        replay of the parent's committed calls.
+        """
+        self.events = list(parent.events)
+        self.steps = parent.steps
+        self.done = parent.done
+        self.final_message = parent.final_message
+        self.view = parent.view
+        self.viewed = parent.viewed
+        if self.clock != parent.clock:
+            self.clock = parent.clock
+            self._clock_synced = False
 
     # -- lifecycle ----------------------------------------------------------
 

@@ -424,13 +424,7 @@ def fork_episode(ep: Episode) -> Episode:
         for event in parent.events:
             if event.ok and event.kind in ("write", "terminal"):
                 twin.call(event.tool, event.args)
-        twin.events = list(parent.events)
-        twin.steps = parent.steps
-        twin.done = parent.done
-        twin.final_message = parent.final_message
-        twin.view = parent.view
-        twin.viewed = list(parent.viewed)
-        twin.clock = parent.clock
+        twin.continue_from(parent)
         if twin.state_hash() != parent.state_hash():
             twin.close()
             raise MirrorworldError("fork could not reproduce the parent's state")
