@@ -328,7 +328,10 @@ class Session:
 
     def _show(self, ref: str, summary: str) -> None:
         self.view = summary
-        self.viewed = (*(r for r in self.viewed if r != ref), ref)[-20:]
+        viewed = self.viewed
+        if ref in viewed:
+            viewed = tuple(r for r in viewed if r != ref)
+        self.viewed = (*viewed, ref)[-20:]
 
     # -- clock --------------------------------------------------------------
 
