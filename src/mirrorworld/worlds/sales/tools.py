@@ -255,9 +255,12 @@ def ops_cancel(db: Db, sale_id: int) -> dict[str, Any]:
 
 
 def _maybe_done(db: Db, sale_id: int) -> None:
-    sale = _get(db, "sales", "sale", sale_id)
-    if sale["state"] == "processing" and sale["invoice_state"] == "paid" and sale["shipment_state"] == "sent":
-        db.execute("UPDATE sales SET state='done' WHERE id=?", (sale_id,))
+    """A processing sale whose invoice is paid and whose shipment is sent is done."""
+    db.execute(
+        "UPDATE sales SET state='done' WHERE id=? AND state='processing' AND invoice_state='paid' "
+        "AND shipment_state='sent'",
+        (sale_id,),
+    )
 
 
 def ops_ship(db: Db, shipment_id: int) -> dict[str, Any]:
