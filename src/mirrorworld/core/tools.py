@@ -175,11 +175,16 @@ def _coerce_int(value: Any) -> int:
     raise _Bad(f"expected an integer, got {_show(value)}")
 
 
+_DECIMAL_LIMIT = Decimal(10) ** 12
+
+
 def _coerce_decimal(value: Any) -> Decimal:
+    if type(value) is int and -(10**12) < value < 10**12:
+        return Decimal(value)
     if isinstance(value, bool):
         raise _Bad("expected a number, got a boolean")
     if isinstance(value, Decimal):
-        if not value.is_finite() or abs(value) >= Decimal(10) ** 12:
+        if not value.is_finite() or abs(value) >= _DECIMAL_LIMIT:
             raise _Bad("expected a finite number in range")
         return value
     if isinstance(value, int):
@@ -195,7 +200,7 @@ def _coerce_decimal(value: Any) -> Decimal:
                 dec = Decimal(m.group(1).replace(",", ""))
             except InvalidOperation:
                 raise _Bad(f"expected a number, got {_show(value)}") from None
-            if abs(dec) < Decimal(10) ** 12:
+            if abs(dec) < _DECIMAL_LIMIT:
                 return dec
             raise _Bad("number out of range")
     raise _Bad(f"expected a number, got {_show(value)}")
