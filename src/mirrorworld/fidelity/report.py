@@ -84,12 +84,13 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     ]
     for tool, v in data["by_tool"].items():
         lines.append(f"    {tool:28s} {v['agreed']:5d}/{v['calls']:<5d} {v['agreement']:.2%}")
-    lines.append("  per family:")
-    for fam, v in data["by_family"].items():
-        lines.append(
-            f"    {fam:28s} calls {v['agreed']}/{v['calls']} ({v['agreement']:.2%}), "
-            f"final state {v['final_state_agreed']}/{v['traces']}"
-        )
+    for title, key in (("per family", "by_family"), ("per kind of trace", "by_trace_kind")):
+        lines.append(f"  {title}:")
+        for name, v in data[key].items():
+            lines.append(
+                f"    {name:28s} calls {v['agreed']}/{v['calls']} ({v['agreed'] / max(v['calls'], 1):.2%}), "
+                f"final state {v['final_state_agreed']}/{v['traces']}"
+            )
     divs = data["divergences"]
     lines.append(f"  divergences: {len(divs)}")
     for d in divs[:50]:
@@ -110,10 +111,13 @@ def fidelity_html(data: dict[str, Any]) -> str:
         f"<tr><td>{e(k)}</td><td>{v['agreed']}/{v['calls']}</td><td>{v['agreement']:.2%}</td></tr>"
         for k, v in data["by_tool"].items()
     )
-    fams = "".join(
-        f"<tr><td>{e(k)}</td><td>{v['agreed']}/{v['calls']}</td><td>{v['agreement']:.2%}</td>"
-        f"<td>{v['final_state_agreed']}/{v['traces']}</td></tr>"
-        for k, v in data["by_family"].items()
+    fams, kinds = (
+        "".join(
+            f"<tr><td>{e(k)}</td><td>{v['agreed']}/{v['calls']}</td><td>{v['agreed'] / max(v['calls'], 1):.2%}</td>"
+            f"<td>{v['final_state_agreed']}/{v['traces']}</td></tr>"
+            for k, v in data[key].items()
+        )
+        for key in ("by_family", "by_trace_kind")
     )
     divs = "".join(
         f"<tr><td>{e(d['kind'])}</td><td>{e(d['trace'])}</td><td>{d['step']}</td><td>{e(d['tool'])}</td>"
@@ -133,6 +137,8 @@ agreeing: {data["agreed"]} ({data["call_agreement"]:.2%}). Gold solutions with t
 the mirror is {sp["ratio"]:.0f}&times; faster.</p>
 <h2>Per tool</h2><table><tr><th>tool</th><th>agreed</th><th>rate</th></tr>{rows}</table>
 <h2>Per family</h2><table><tr><th>family</th><th>calls agreed</th><th>rate</th><th>final state</th></tr>{fams}</table>
+<h2>Per kind of trace</h2><table><tr><th>kind</th><th>calls agreed</th><th>rate</th><th>final state</th></tr>
+{kinds}</table>
 <h2>Divergences ({len(data["divergences"])})</h2><table><tr><th>kind</th><th>trace</th><th>step</th><th>tool</th>
 <th>args</th><th>details</th><th>minimal trace</th></tr>{divs}</table></body></html>
 """
