@@ -21,6 +21,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from mirrorworld.core.text import clean_text, search_query
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.sales.rules import (
     check_approval_request,
@@ -28,10 +29,8 @@ from mirrorworld.worlds.sales.rules import (
     check_line_discount,
     check_payment_amount,
     check_quantity,
-    clean_text,
     money,
     price_text,
-    search_text,
     unit_price,
 )
 
@@ -111,7 +110,7 @@ def get_policy(pool: Any, policy: str) -> dict[str, Any]:
 
 def search_parties(pool: Any, query: str) -> dict[str, Any]:
     Party = pool.get("party.party")
-    p = _pattern(search_text(query))
+    p = _pattern(search_query(query))
     found = Party.search(
         [("id", "not in", INTERNAL_PARTIES), ["OR", ("name", "ilike", p), ("code", "ilike", p)]],
         order=[("id", "ASC")],
@@ -156,7 +155,7 @@ def _product_row(product: Any, on_hand: dict[int, int]) -> dict[str, Any]:
 
 def search_products(pool: Any, query: str) -> dict[str, Any]:
     Product = pool.get("product.product")
-    p = _pattern(search_text(query))
+    p = _pattern(search_query(query))
     found = Product.search(["OR", ("name", "ilike", p), ("code", "ilike", p)], order=[("id", "ASC")], limit=10)
     stock = _on_hand(pool, found)
     return {"products": [_product_row(x, stock) for x in found]}
@@ -328,7 +327,7 @@ def mark_lost(pool: Any, opportunity_id: int, reason: str) -> dict[str, Any]:
     if opp.state not in ("lead", "opportunity"):
         # Tryton also allows converted -> lost, which this desk's tools never reach.
         raise ToolError("invalid_state", message, rule="opportunity_workflow")
-    reason = clean_text(reason, "reason")
+    reason = clean_text(reason, "reason", 500)
     opp.lost_reason = reason
     opp.save()
     fresh = _transition(pool, opp, "lost", "lost", "opportunity_workflow", message)
@@ -360,7 +359,7 @@ def _draft_sale(pool: Any, sale_id: int, action: str) -> Any:
 
 def request_discount_approval(pool: Any, sale_id: int, discount: Decimal, reason: str) -> dict[str, Any]:
     sale = _draft_sale(pool, sale_id, "discounts are approved for")
-    reason = clean_text(reason, "reason")
+    reason = clean_text(reason, "reason", 500)
     check_approval_request(discount)
     Note = pool.get("ir.note")
     (note,) = Note.create(

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from mirrorworld.core.session import TIME_FORMAT, ToolContext
+from mirrorworld.core.text import like_pattern, search_query
 from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.helpdesk.rules import (
@@ -53,21 +54,6 @@ def to_cents(amount: Decimal, name: str = "amount") -> int:
     if cents <= 0:
         raise ToolError("invalid_arguments", f"{name} must be positive")
     return int(cents)
-
-
-def like(text: str) -> str:
-    """A LIKE pattern matching ``text`` literally anywhere."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def _query(text: str) -> str:
-    q = " ".join(text.split())
-    if len(q) < 2:
-        raise ToolError("invalid_arguments", "query must have at least 2 characters")
-    if len(q) > 200:
-        raise ToolError("invalid_arguments", "query must have at most 200 characters")
-    return q
 
 
 def _customer(ctx: ToolContext, customer_id: int) -> dict[str, Any]:
@@ -139,7 +125,7 @@ def search_customers(ctx: ToolContext, query: str) -> dict[str, Any]:
     Args:
         query: Part of a name, an email address or a phone number.
     """
-    q = like(_query(query))
+    q = like_pattern(search_query(query))
     rows = ctx.all(
         "SELECT id, name, email, tier FROM customers WHERE name LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\' "
         "OR phone LIKE ? ESCAPE '\\' ORDER BY id LIMIT 10",
@@ -236,7 +222,7 @@ def search_tickets(
         params.append(status)
     if query is not None:
         clauses.append("subject LIKE ? ESCAPE '\\'")
-        params.append(like(_query(query)))
+        params.append(like_pattern(search_query(query)))
     if not clauses:
         raise ToolError("invalid_arguments", "give at least one of customer_id, status, query")
     rows = ctx.all(
@@ -274,7 +260,7 @@ def search_articles(ctx: ToolContext, query: str) -> dict[str, Any]:
     Args:
         query: Words to look for; articles containing any of them rank by matches.
     """
-    words = [w for w in _query(query).lower().split() if len(w) > 2][:8]
+    words = [w for w in search_query(query).lower().split() if len(w) > 2][:8]
     if not words:
         raise ToolError("invalid_arguments", "query needs a word of at least 3 letters")
     rows = ctx.all("SELECT id, title, category, body FROM articles ORDER BY id")

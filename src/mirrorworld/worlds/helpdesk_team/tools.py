@@ -29,6 +29,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from mirrorworld.core.session import TIME_FORMAT, ToolContext
+from mirrorworld.core.text import clean_text
 from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.helpdesk import tools as hd
@@ -94,13 +95,6 @@ def _say(
     return int(cur.lastrowid or 0)
 
 
-def _text(value: str, name: str) -> str:
-    text = " ".join(value.split())
-    if not text:
-        raise ToolError("invalid_arguments", f"{name} must not be empty")
-    return text
-
-
 def _since(ctx: ToolContext, minutes: int) -> str:
     return (ctx.now_dt() - timedelta(minutes=minutes)).strftime(TIME_FORMAT)
 
@@ -142,7 +136,7 @@ def message_agent(ctx: ToolContext, ticket_id: TicketId, message: Prose) -> dict
     """
     ticket = _open_chat(ctx, ticket_id)
     to = holder(ctx, ticket)
-    mid = _say(ctx, ticket_id, "reply", CUSTOMER, to, _text(message, "message"))
+    mid = _say(ctx, ticket_id, "reply", CUSTOMER, to, clean_text(message, "message"))
     return {"message_id": mid, "delivered_to": to}
 
 
@@ -197,7 +191,7 @@ def leave_chat(ctx: ToolContext, ticket_id: TicketId, reason: Prose) -> dict[str
         reason: Why you are leaving.
     """
     ticket = _open_chat(ctx, ticket_id)
-    _say(ctx, ticket_id, "left", CUSTOMER, holder(ctx, ticket), _text(reason, "reason"))
+    _say(ctx, ticket_id, "left", CUSTOMER, holder(ctx, ticket), clean_text(reason, "reason"))
     return {"ticket_id": ticket_id, "left": True}
 
 
@@ -214,7 +208,7 @@ def ask_customer(ctx: ToolContext, ticket_id: TicketId, topic: Topic, question: 
         question: The question as the customer reads it.
     """
     ticket = _open_chat(ctx, ticket_id)
-    mid = _say(ctx, ticket_id, "question", holder(ctx, ticket), CUSTOMER, _text(question, "question"), topic=topic)
+    mid = _say(ctx, ticket_id, "question", holder(ctx, ticket), CUSTOMER, clean_text(question, "question"), topic=topic)
     return {"message_id": mid, "ticket_id": ticket_id}
 
 
@@ -365,7 +359,7 @@ def request_supervisor_approval(
     cur = ctx.execute(
         "INSERT INTO approval_requests (ticket_id, order_id, line_id, amount_cents, reason, summary, requested_by, "
         "status, created_at) VALUES (?,?,?,?,?,?,?,'pending',?)",
-        (ticket_id, order_id, line_id, cents, reason, _text(summary, "summary"), by, ctx.now()),
+        (ticket_id, order_id, line_id, cents, reason, clean_text(summary, "summary"), by, ctx.now()),
     )
     request_id = int(cur.lastrowid or 0)
     _say(ctx, ticket_id, "approval_request", by, SUPERVISOR, " ".join(summary.split()), ref_id=request_id)
@@ -432,7 +426,7 @@ def decide_approval(
     if request["status"] != "pending":
         raise ToolError("conflict", f"approval request {request_id} was already {request['status']}")
     status = "approved" if decision == "approve" else "denied"
-    text = _text(note, "note")
+    text = clean_text(note, "note")
     if status == "approved":
         why = _breaks_policy(ctx, request)
         if why is not None:
@@ -483,7 +477,7 @@ def transfer_to_tier2(ctx: ToolContext, ticket_id: TicketId, summary: Prose) -> 
     team = hd._team(ctx, "escalations")
     if ticket["team_id"] == team["id"]:
         raise ToolError("conflict", f"ticket {ticket_id} is already with tier 2")
-    text = _text(summary, "summary")
+    text = clean_text(summary, "summary")
     tags = sorted(set(hd._tags(ticket["tags"])) | {"transferred"})
     hd._touch_ticket(
         ctx,

@@ -103,26 +103,6 @@ def _cents_text(cents: int) -> str:
 # -- the desk's checks (Tryton has no notion of them; both backends run these) ----------
 
 
-def search_text(text: str) -> str:
-    """A search query with its whitespace collapsed (2 to 200 characters)."""
-    q = " ".join(text.split())
-    if len(q) < 2:
-        raise ToolError("invalid_arguments", "query must have at least 2 characters")
-    if len(q) > 200:
-        raise ToolError("invalid_arguments", "query must have at most 200 characters")
-    return q
-
-
-def clean_text(value: str, name: str, limit: int = 500) -> str:
-    """A text field with its whitespace collapsed: not empty, at most ``limit`` characters."""
-    text = " ".join(value.split())
-    if not text:
-        raise ToolError("invalid_arguments", f"{name} must not be empty")
-    if len(text) > limit:
-        raise ToolError("invalid_arguments", f"{name} must have at most {limit} characters")
-    return text
-
-
 def _cents_exact(value: Decimal) -> bool:
     return value == value.quantize(CENT)
 

@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal, Protocol
 
 from mirrorworld.core.session import ToolContext
+from mirrorworld.core.text import clean_text, like_pattern, search_query
 from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.sales.rules import (
@@ -29,10 +30,8 @@ from mirrorworld.worlds.sales.rules import (
     check_line_discount,
     check_payment_amount,
     check_quantity,
-    clean_text,
     money,
     price_text,
-    search_text,
     unit_price,
 )
 
@@ -55,12 +54,6 @@ class Db(Protocol):
     def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]: ...
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor: ...
-
-
-def like(text: str) -> str:
-    """A LIKE pattern matching ``text`` literally anywhere."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
 
 
 def _get(db: Db, table: str, what: str, ident: int) -> dict[str, Any]:
@@ -136,7 +129,7 @@ def ops_move_opportunity(db: Db, opportunity_id: int, to: str, reason: str | Non
     if to == "lost":
         db.execute(
             "UPDATE opportunities SET state='lost', lost_reason=? WHERE id=?",
-            (clean_text(reason or "", "reason"), opportunity_id),
+            (clean_text(reason or "", "reason", 500), opportunity_id),
         )
     else:
         db.execute("UPDATE opportunities SET state=? WHERE id=?", (to, opportunity_id))
@@ -167,7 +160,7 @@ def _draft_sale(db: Db, sale_id: int, action: str) -> dict[str, Any]:
 
 def ops_request_discount_approval(db: Db, sale_id: int, discount: Decimal, reason: str) -> dict[str, Any]:
     _draft_sale(db, sale_id, "discounts are approved for")
-    reason = clean_text(reason, "reason")
+    reason = clean_text(reason, "reason", 500)
     check_approval_request(discount)
     cur = db.execute(
         "INSERT INTO approvals (sale_id, discount, reason) VALUES (?,?,?)", (sale_id, money(discount), reason)
@@ -346,7 +339,7 @@ def search_parties(ctx: ToolContext, query: str) -> dict[str, Any]:
     Args:
         query: Part of a customer's name or code.
     """
-    q = like(search_text(query))
+    q = like_pattern(search_query(query))
     rows = ctx.all(
         "SELECT id, code, name FROM parties WHERE role='customer' AND (name LIKE ? ESCAPE '\\' "
         "OR code LIKE ? ESCAPE '\\') ORDER BY id LIMIT 10",
@@ -384,7 +377,7 @@ def search_products(ctx: ToolContext, query: str) -> dict[str, Any]:
     Args:
         query: Part of a product name or code.
     """
-    q = like(search_text(query))
+    q = like_pattern(search_query(query))
     rows = ctx.all(
         "SELECT id, code, name, list_price, on_hand FROM products WHERE name LIKE ? ESCAPE '\\' "
         "OR code LIKE ? ESCAPE '\\' ORDER BY id LIMIT 10",
