@@ -26,7 +26,7 @@ import functools
 import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -73,7 +73,7 @@ class ToolResult:
 
     def content(self) -> str:
         """The result as the JSON text an agent reads (ASCII-only, canonical)."""
-        return _ENCODER.encode(self.data if self.ok else {"error": self.error})
+        return _encode(self.data if self.ok else {"error": self.error})
 
 
 def _json_default(value: Any) -> Any:
@@ -82,7 +82,34 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=_json_default)
+def _json_codec() -> tuple[Callable[[Any], str], Callable[[str, int], tuple[Any, int]]]:
+    """The compact ASCII encoder and the scanner used on every call, built once.
+
+    ``JSONEncoder.encode`` and ``json.loads`` rebuild or wrap the C encoder
+    and scanner on every use; a step encodes one result and decodes one
+    argument text, so both are made once here (the C versions when present).
+    Tool results are trees of rows, so the encoder skips the circular check.
+    """
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=_json_default)
+    encode: Callable[[Any], str] = encoder.encode
+    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if c_make_encoder is not None:
+        try:
+            chunks = c_make_encoder(
+                None, _json_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+            )
+        except TypeError:  # another interpreter's signature: keep the plain encoder
+            pass
+        else:
+
+            def encode(value: Any) -> str:
+                return "".join(chunks(value, 0))
+
+    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__
+    return encode, scan
+
+
+_encode, _scan = _json_codec()
 
 
 @dataclass(slots=True)
@@ -331,7 +358,7 @@ class Session:
         viewed = self.viewed
         if ref in viewed:
             viewed = tuple(r for r in viewed if r != ref)
-        self.viewed = (*viewed, ref)[-20:]
+        self.viewed = (viewed if len(viewed) < 20 else viewed[-19:]) + (ref,)
 
     # -- clock --------------------------------------------------------------
 
@@ -538,9 +565,11 @@ def _parse_args(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
         if not text:
             return {}
         try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
+            parsed, end = _scan(text, 0)
+        except (ValueError, StopIteration, RecursionError):
             raise ToolError("invalid_json", "arguments are not valid JSON") from None
+        if end != len(text):
+            raise ToolError("invalid_json", "arguments are not valid JSON")
         if not isinstance(parsed, dict):
             raise ToolError("invalid_arguments", "arguments must be a JSON object")
         return parsed

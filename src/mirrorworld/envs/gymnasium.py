@@ -63,6 +63,8 @@ _NOT_PRINTABLE = re.compile(f"[^{re.escape(string.printable)}]")
 
 def _ascii(text: str) -> str:
     """``text`` with every character outside ``CHARSET`` replaced by ``?``."""
+    if text.isascii() and text.isprintable():  # the common case, without the regex
+        return text
     return _NOT_PRINTABLE.sub("?", text)
 
 
@@ -100,7 +102,9 @@ def decode_action(action: Any, tool_names: tuple[str, ...]) -> tuple[str, Any]:
         args = action.get("tool_args", "")
     except (TypeError, KeyError, AttributeError):
         raw, args = None, None
-    if isinstance(raw, str):
+    if type(raw) is int and 0 <= raw < len(tool_names):
+        name = tool_names[raw]
+    elif isinstance(raw, str):
         name = raw
     elif isinstance(raw, (int, np.integer)) and 0 <= int(raw) < len(tool_names):
         name = tool_names[int(raw)]
@@ -151,9 +155,12 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.observation_space, self.action_space = env_spaces(n, max_steps)
         self._all = np.ones(n, dtype=np.int8)
         self._none = np.zeros(n, dtype=np.int8)
+        self._step_values = [np.array(i, dtype=np.int64) for i in range(max_steps + 1)]
         self._episode: Episode | None = None
         self._obs: dict[str, Any] | None = None
         self._last_view, self._last_view_text = "", ""
+        self._last_viewed: tuple[str, ...] = ()
+        self._last_records = ""
 
     # -- Gymnasium API -------------------------------------------------------
 
@@ -244,18 +251,24 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             self._last_view, self._last_view_text = view, _ascii(view)
         return self._last_view_text
 
+    def _records_text(self, viewed: tuple[str, ...]) -> str:
+        if viewed is not self._last_viewed:
+            self._last_viewed, self._last_records = viewed, ",".join(viewed)
+        return self._last_records
+
     def _observe(self, last_result: str) -> dict[str, Any]:
         ep = self._episode
         assert ep is not None
         s = ep.session
+        k = min(s.steps, self.max_steps)
         obs = {
             "instruction": self._instruction,
             "view": self._view_text(s.view),
-            "records": ",".join(s.viewed),
+            "records": self._records_text(s.viewed),
             "last_result": last_result,
             # Fresh arrays every time: callers keep observations (Gymnasium's checker insists).
             "tool_mask": (self._none if s.done else self._all).copy(),
-            "step": np.array(min(s.steps, self.max_steps), dtype=np.int64),
+            "step": self._step_values[k].copy() if k < len(self._step_values) else np.array(k, dtype=np.int64),
         }
         self._obs = obs
         return obs

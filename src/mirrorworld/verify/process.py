@@ -40,9 +40,11 @@ class ProcessReward:
     def step(self, *, episode_over: bool) -> float:
         """The shaping term for the calls made since the last ``step``."""
         events = self.session.events
-        seen, self._seen_events = self._seen_events, len(events)
+        seen, n = self._seen_events, len(events)
+        self._seen_events = n
         before = self.current
-        if any(events[i].rows for i in range(seen, len(events))):
+        changed = bool(events[seen].rows) if n == seen + 1 else any(events[i].rows for i in range(seen, n))
+        if changed:
             self.current = self._phi()
         after = 0.0 if episode_over else self.current
         return after - before
