@@ -104,6 +104,57 @@ def _count(name: str, table: str, where: dict[str, Any], least: int = 1) -> Chec
 ORDER = {"order_id": "order_number"}
 
 
+def _refund_task(
+    family: TeamFamily,
+    seed: int,
+    rng: random.Random,
+    line: tuple[int, int, int, str, int],
+    customer: dict[str, Any],
+    contact: tuple[int, int, str, str],
+    gold: tuple[ToolCall, ...],
+    plan: list[dict[str, Any]],
+    *,
+    checks: tuple[Check, ...],
+    distractors: tuple[str, ...],
+    goal: str,
+    known: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> Task:
+    """A refund contact: the line ``(line, order, customer, product, price in cents)`` must end
+    refunded in full, the amount is the fact to report; ``contact`` is ``(ticket, first message,
+    the customer's text, reason)``; ``checks`` are the family's own, ``known`` what only the
+    customer knows."""
+    line_id, order_id, customer_id, _product, price = line
+    tid, mid, text, reason = contact
+    return Task(
+        world=WORLD,
+        family=family.name,
+        seed=seed,
+        instruction=_chat(tid, customer, text),
+        setup=tuple(_ticket_ops(tid, mid, customer, subject="Refund request", body=text)),
+        gold=gold,
+        scope=(("ticket", tid), ("order", order_id), ("customer", customer_id)),
+        targets=(("order", order_id),),
+        checks=(
+            Check(
+                "line refunded in full",
+                "field",
+                {"table": "order_lines", "id": line_id, "field": "refunded_cents", "equals": price},
+            ),
+            *checks,
+        ),
+        facts=(Fact("refund amount", _money(price), "money", distractors),),
+        customer_id=customer_id,
+        hidden={
+            "line_id": line_id,
+            "reason": reason,
+            **(extra or {}),
+            "plan": plan,
+            "customer": _profile(rng, customer, tid, goal, known),
+        },
+    )
+
+
 class RefundApproval(TeamFamily):
     name = "team_refund_approval"
     description = "A refund above $200: get the order number from the customer, the supervisor's approval, refund."
@@ -165,22 +216,16 @@ class RefundApproval(TeamFamily):
         plan = _plan(
             (TIER1, {}), (CUSTOMER, {}), (TIER1, ORDER), (TIER1, ORDER), (SUPERVISOR, {}), (TIER1, ORDER), (TIER1, {})
         )
-        goal = f"Get a full refund for the {product}, which {PROBLEMS[reason]}."
-        return Task(
-            world=WORLD,
-            family=self.name,
-            seed=seed,
-            instruction=_chat(tid, customer, text),
-            setup=tuple(_ticket_ops(tid, mid, customer, subject="Refund request", body=text)),
-            gold=gold,
-            scope=(("ticket", tid), ("order", order_id), ("customer", customer_id)),
-            targets=(("order", order_id),),
+        return _refund_task(
+            self,
+            seed,
+            rng,
+            (line_id, order_id, customer_id, product, price),
+            customer,
+            (tid, mid, text, reason),
+            gold,
+            plan,
             checks=(
-                Check(
-                    "line refunded in full",
-                    "field",
-                    {"table": "order_lines", "id": line_id, "field": "refunded_cents", "equals": price},
-                ),
                 _count(
                     "supervisor approved the request", "approval_requests", {"order_id": order_id, "status": "approved"}
                 ),
@@ -191,14 +236,9 @@ class RefundApproval(TeamFamily):
                 ),
                 _count("customer answered", "team_messages", {"ticket_id": tid, "kind": "reply", "sender": CUSTOMER}),
             ),
-            facts=(Fact("refund amount", amount, "money", _other_line_amounts(image, order_id, line_id)),),
-            customer_id=customer_id,
-            hidden={
-                "line_id": line_id,
-                "reason": reason,
-                "plan": plan,
-                "customer": _profile(rng, customer, tid, goal, {"order_number": order_id, "product": product}),
-            },
+            distractors=_other_line_amounts(image, order_id, line_id),
+            goal=f"Get a full refund for the {product}, which {PROBLEMS[reason]}.",
+            known={"order_number": order_id, "product": product},
         )
 
 
@@ -403,22 +443,16 @@ class WrongOrder(TeamFamily):
             for r in image.query("SELECT unit_price_cents * quantity FROM order_lines WHERE order_id=?", (wrong,))
         )
         distractors = tuple(sorted(set(_other_line_amounts(image, order_id, line_id) + wrong_amounts) - {amount}))
-        goal = f"Get a refund for the {product}, which {PROBLEMS[reason]}."
-        return Task(
-            world=WORLD,
-            family=self.name,
-            seed=seed,
-            instruction=_chat(tid, customer, text),
-            setup=tuple(_ticket_ops(tid, mid, customer, subject="Refund request", body=text)),
-            gold=gold,
-            scope=(("ticket", tid), ("order", order_id), ("customer", customer_id)),
-            targets=(("order", order_id),),
+        return _refund_task(
+            self,
+            seed,
+            rng,
+            (line_id, order_id, customer_id, product, price),
+            customer,
+            (tid, mid, text, reason),
+            gold,
+            plan,
             checks=(
-                Check(
-                    "line refunded in full",
-                    "field",
-                    {"table": "order_lines", "id": line_id, "field": "refunded_cents", "equals": price},
-                ),
                 _count(
                     "order number asked again after the mismatch",
                     "team_messages",
@@ -432,21 +466,10 @@ class WrongOrder(TeamFamily):
                     2,
                 ),
             ),
-            facts=(Fact("refund amount", amount, "money", distractors),),
-            customer_id=customer_id,
-            hidden={
-                "line_id": line_id,
-                "reason": reason,
-                "wrong_order": wrong,
-                "plan": plan,
-                "customer": _profile(
-                    rng,
-                    customer,
-                    tid,
-                    goal,
-                    {"order_number": order_id, "wrong_order_number": wrong, "product": product},
-                ),
-            },
+            distractors=distractors,
+            goal=f"Get a refund for the {product}, which {PROBLEMS[reason]}.",
+            known={"order_number": order_id, "wrong_order_number": wrong, "product": product},
+            extra={"wrong_order": wrong},
         )
 
 
