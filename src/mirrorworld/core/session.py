@@ -182,7 +182,7 @@ class ToolContext:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.db = session._conn
-        self._reader = session._conn.reader
+        self._reader = session._cursor
         self._violations: list[Violation] = []
 
     def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:

@@ -216,13 +216,13 @@ def run_fidelity(
                 for _ in range(trace.length):
                     call = random_call(rng, ms, invalid)
                     calls.append(call)
-                    mirror_r.append(_timed(run, "mirror", ms, call))
+                    mirror_r.append(response(ms.call(call.tool, call.args)))
                 trace.calls = calls
             else:
-                mirror_r = [_timed(run, "mirror", ms, c) for c in calls]
+                mirror_r = [response(ms.call(c.tool, c.args)) for c in calls]
             mstate = canonical_state(ms.db)
         with twin.session() as ts:
-            twin_r = [_timed(run, "twin", ts, c) for c in calls]
+            twin_r = [_twin_call(run, ts, c) for c in calls]
             tstate = ts.canonical_state()
         replayed.append(calls)
         fam = run.by_family.setdefault(trace.family, [0, 0, 0, 0])
@@ -273,12 +273,11 @@ def run_fidelity(
     return run
 
 
-def _timed(run: FidelityRun, side: str, session: Any, call: ToolCall) -> dict[str, Any]:
-    """Run one call; the twin's time is accumulated here (the mirror's by :func:`_mirror_timing`)."""
+def _twin_call(run: FidelityRun, session: Any, call: ToolCall) -> dict[str, Any]:
+    """Run one call on the twin, adding its time to the run (the mirror's is taken by :func:`_mirror_timing`)."""
     t0 = time.perf_counter()
     result = session.call(call.tool, call.args)
-    if side == "twin":
-        run.twin_seconds += time.perf_counter() - t0
+    run.twin_seconds += time.perf_counter() - t0
     return response(result)
 
 

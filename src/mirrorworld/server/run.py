@@ -8,9 +8,9 @@ every session.
 :class:`BackgroundServer` runs the same server on a daemon thread bound to an
 ephemeral loopback port — for tests and notebooks::
 
-    with BackgroundServer() as server:
-        client = Client(server.url)
-        ...
+    with BackgroundServer() as server, Client(server.url) as client:
+        session = client.create("helpdesk", family="refund_damaged", seed=0)
+        result = session.step("get_policy")
 
 Leaving the ``with`` block shuts the server down the same graceful way and
 joins its thread, so nothing is left running.
