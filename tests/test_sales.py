@@ -123,3 +123,11 @@ def test_canonical_state_is_deterministic() -> None:
     other = SalesWorld()
     with WORLD.session() as a, other.session() as b:
         assert canonical_state(a.db) == canonical_state(b.db)
+
+
+def test_the_twin_adapter_implements_every_tool_the_session_does_not_answer_itself() -> None:
+    from mirrorworld.twin.sales import TOOLS as TWIN_TOOLS
+
+    answered_by_the_session = {"get_policy", "respond"}
+    assert set(TWIN_TOOLS) == set(WORLD.tool_names) - answered_by_the_session
+    assert all(fn.__name__ == name for name, fn in TWIN_TOOLS.items())
