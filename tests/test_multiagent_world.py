@@ -234,7 +234,7 @@ def test_a_second_build_is_identical() -> None:
 def test_the_gymnasium_id_of_the_team_world_is_its_world_id() -> None:
     import gymnasium
 
-    from mirrorworld.registry import Registry, default
+    from mirrorworld.core.registry import Registry, default
 
     registry = Registry()
     registry.register("helpdesk_team", HelpdeskTeamWorld)

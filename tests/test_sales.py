@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from mirrorworld.audit import audit_verifiers
 from mirrorworld.envs.chat import ChatEnv
 from mirrorworld.envs.gymnasium import MirrorEnv
-from mirrorworld.registry import Registry
+from mirrorworld.core.registry import Registry
 from mirrorworld.testing import check_world
 from mirrorworld.worlds.sales import SalesWorld
 from mirrorworld.worlds.sales.rules import CENT, TAX_RATE, amounts, money, price_text, unit_price
@@ -38,7 +38,7 @@ def test_sales_world_shape() -> None:
 
 
 def test_sales_audit_meets_every_bar() -> None:
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     report = audit_verifiers(WORLD, seeds=2, cross_process="sales" in default.names())
     assert report.failed_bars() == []

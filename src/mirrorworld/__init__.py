@@ -19,7 +19,7 @@ from mirrorworld.errors import (
     VerifierError,
     WorldError,
 )
-from mirrorworld.registry import Registry, default
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.verify import Verdict, Verifier
 from mirrorworld.verify import verify as grade
 

@@ -102,7 +102,7 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _world(name: str, scale: float = 1.0) -> Any:
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     return default.get(name, scale=scale)
 
@@ -329,7 +329,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_worlds(args: argparse.Namespace) -> int:
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     for name in default.names():
         w = default.get(name)

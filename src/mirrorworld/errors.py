@@ -4,47 +4,73 @@ An agent's mistake is data; a bug in a world, a task or the verifier is ours and
 must be loud. The tree::
 
     MirrorworldError                 base of everything raised by mirrorworld
-    ├── ToolError                    agent-visible: the agent did something wrong
+    ├── ToolError            agent   agent-visible: the agent did something wrong
     │                                (unknown tool, malformed JSON, bad argument,
     │                                missing record, a business rule refused the
     │                                action). Caught by ``Session.call`` and turned
     │                                into ``ToolResult(ok=False, error={code, message})``.
     │                                Never escapes ``Session.call``.
-    ├── WorldError                   a world definition is inconsistent (bad schema,
-    │                                a tool declared wrongly, a generator bug).
-    ├── TaskError                    a task cannot be generated or its gold solution
+    ├── WorldError           world   a world definition is inconsistent (bad schema,
+    │                                a tool declared wrongly, a generator bug), or a
+    │                                tool raised something other than ToolError:
+    │                                ``Episode.step`` wraps that bug in a WorldError.
+    ├── TaskError            world   a task cannot be generated or its gold solution
     │                                fails: the task family is broken.
-    ├── VerifierError                grading could not be carried out.
-    ├── SessionClosedError           a closed session was used.
-    ├── RegistryError                an unknown world, family or agent name.
-    ├── AgentError                   an agent failed to produce an action (an LLM
-    │                                endpoint down, a bad response): the episode is
+    ├── VerifierError        verifier  grading could not be carried out.
+    ├── SessionClosedError   caller  a closed session was used.
+    ├── RegistryError        caller  an unknown world, family or agent name.
+    ├── TaskRefError         caller  a task id that is not ``family/seed``.
+    ├── AgentError           infrastructure  an agent failed to produce an action (an
+    │                                LLM endpoint down, a bad response): the episode is
     │                                recorded as errored, not as an agent failure.
-    └── RunFileError                 a run file is missing, corrupt or of another format.
+    └── RunFileError         caller  a run file is missing, corrupt or of another format.
+
+The middle column is each error's :data:`Boundary`: who failed. Only the
+``agent`` boundary is the agent's fault and may score 0; an episode that ends
+in a ``world``, ``verifier`` or ``infrastructure`` failure is recorded with
+that boundary (:class:`Failure`) and is never counted as an agent failure.
+:func:`boundary_of` names the boundary of any exception; an exception that is
+not a :class:`MirrorworldError` escaping a tool is a world bug.
 
 Any other exception raised inside a tool (``sqlite3.Error``, ``KeyError``…) is a
-bug in the world: ``Session.call`` rolls the call back and re-raises it.
+bug in the world: ``Session.call`` rolls the call back and re-raises it, and
+the episode layer re-raises it as a :class:`WorldError` chained to the cause.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 __all__ = [
+    "BOUNDARIES",
     "AgentError",
+    "Boundary",
+    "Failure",
     "MirrorworldError",
     "RegistryError",
     "RunFileError",
     "SessionClosedError",
     "TaskError",
+    "TaskRefError",
     "ToolError",
     "VerifierError",
     "WorldError",
+    "boundary_of",
 ]
+
+Boundary = Literal["agent", "world", "verifier", "infrastructure", "caller"]
+"""Who failed: the agent, the world (its tools, tasks or data), the verifier, the
+infrastructure (an endpoint, a network, a worker) or the caller of mirrorworld's API."""
+
+BOUNDARIES: tuple[Boundary, ...] = ("agent", "world", "verifier", "infrastructure", "caller")
 
 
 class MirrorworldError(Exception):
     """Base class of every exception mirrorworld raises on purpose."""
+
+    boundary: ClassVar[Boundary] = "caller"
+    """Where the failure happened (see the module docstring)."""
 
 
 class ToolError(MirrorworldError):
@@ -55,6 +81,8 @@ class ToolError(MirrorworldError):
     human-readable explanation the agent sees. ``rule`` names the business rule
     that refused the call, when one did.
     """
+
+    boundary: ClassVar[Boundary] = "agent"
 
     def __init__(self, code: str, message: str, *, rule: str | None = None) -> None:
         super().__init__(f"{code}: {message}")
@@ -70,15 +98,21 @@ class ToolError(MirrorworldError):
 
 
 class WorldError(MirrorworldError):
-    """A world's definition is wrong: a bug in mirrorworld or in a user's world."""
+    """A world's definition is wrong, or one of its tools crashed: a bug in mirrorworld or in a user's world."""
+
+    boundary: ClassVar[Boundary] = "world"
 
 
 class TaskError(MirrorworldError):
     """A task cannot be generated, or its gold solution does not solve it."""
 
+    boundary: ClassVar[Boundary] = "world"
+
 
 class VerifierError(MirrorworldError):
     """An episode could not be graded."""
+
+    boundary: ClassVar[Boundary] = "verifier"
 
 
 class SessionClosedError(MirrorworldError):
@@ -89,9 +123,55 @@ class RegistryError(MirrorworldError):
     """A name (world, task family, agent) is not registered."""
 
 
+class TaskRefError(MirrorworldError, ValueError):
+    """A task id that is not ``family/seed`` with a non-negative integer seed."""
+
+
 class RunFileError(MirrorworldError):
     """A run file is missing, unreadable or not a mirrorworld run file."""
 
 
 class AgentError(MirrorworldError):
     """An agent could not produce an action (infrastructure, not behaviour)."""
+
+    boundary: ClassVar[Boundary] = "infrastructure"
+
+
+def boundary_of(exc: BaseException) -> Boundary:
+    """The boundary an exception crossed: its own for mirrorworld's errors; network and
+    OS errors are infrastructure; anything else (a ``KeyError`` out of a tool) is a world bug."""
+    if isinstance(exc, MirrorworldError):
+        return exc.boundary
+    if isinstance(exc, (OSError, TimeoutError, ConnectionError)):
+        return "infrastructure"
+    return "world"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failure recorded with an episode instead of a score: who failed, and how."""
+
+    boundary: Boundary
+    kind: str
+    """The exception's class name (``WorldError``, ``AgentError``...)."""
+    message: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> Failure:
+        message = str(exc) or type(exc).__name__
+        cause = exc.__cause__
+        if cause is not None and str(cause) and str(cause) not in message:
+            message = f"{message}: {type(cause).__name__}: {cause}"
+        return cls(boundary_of(exc), type(exc).__name__, message[:2000])
+
+    def to_dict(self) -> dict[str, str]:
+        return {"boundary": self.boundary, "kind": self.kind, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Failure:
+        """A failure as stored in a run file (untrusted: anything malformed is an infrastructure failure)."""
+        if not isinstance(d, dict):
+            return cls("infrastructure", "unknown", str(d)[:2000])
+        b = d.get("boundary")
+        boundary: Boundary = b if b in BOUNDARIES else "infrastructure"
+        return cls(boundary, str(d.get("kind", "unknown"))[:200], str(d.get("message", ""))[:2000])

@@ -39,7 +39,7 @@ def register(sub: Any) -> dict[str, Any]:
 def cmd_audit_verifiers(args: argparse.Namespace) -> int:
     from mirrorworld.audit.report import audit_html, print_audit
     from mirrorworld.audit.verifiers import audit_verifiers
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     if args.seeds < 1:
         raise MirrorworldError("--seeds must be at least 1")
@@ -81,7 +81,7 @@ def cmd_audit_run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from mirrorworld.audit.runlog import audit_run
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     path = Path(args.run)
     name = args.world

@@ -254,7 +254,7 @@ def audit_task(world: World, task: Task, fam: FamilyAudit, rng: random.Random) -
 
 def fingerprint(world_name: str, families: Sequence[str], seeds: int, scale: float = 1.0, data_seed: int = 0) -> str:
     """A hash of the verdicts of gold, null and mutant trajectories of a sample of tasks."""
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     world = default.get(world_name, scale=scale, data_seed=data_seed)
     h = hashlib.sha256()

@@ -53,7 +53,7 @@ from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
 from mirrorworld.envs.episode import pick_task
 from mirrorworld.envs.gymnasium import MirrorEnv
-from mirrorworld.registry import default
+from mirrorworld.core.registry import default
 from mirrorworld.verify.verifier import Verifier
 
 __all__ = ["EPISODE_STEPS", "PLANS", "Plan", "format_report", "percentile", "run_bench"]

@@ -262,7 +262,7 @@ def _figures(lat: list[float], seconds: float, errors: int) -> dict[str, Any]:
 async def _sessions(port: int, pid: int, count: int) -> dict[str, Any]:
     from websockets.asyncio.client import connect
 
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     families = [f.name for f in default.get("helpdesk").families]
     before = _rss_mb(pid)

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
+from mirrorworld.errors import TaskRefError
+
 if TYPE_CHECKING:
     from mirrorworld.core.store import Image
 
@@ -40,6 +42,7 @@ __all__ = [
     "Split",
     "Task",
     "TaskFamily",
+    "TaskRef",
     "ToolCall",
     "split_seed",
 ]
@@ -64,6 +67,45 @@ def split_seed(split: Split, index: int) -> int:
     if split == "test":
         return index * TEST_EVERY
     return index + index // (TEST_EVERY - 1) + 1
+
+
+MAX_SEED = 2**31 - 1
+"""Largest task seed a task id may name."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRef:
+    """A task's name: ``family/seed`` (``refund_damaged/15``), the one place that text is parsed.
+
+    ``parse`` accepts nothing else: the family is a non-empty name without ``/``
+    and the seed a decimal integer in ``[0, 2**31 - 1]``; anything else (an
+    agent's or a run file's text) raises :class:`~mirrorworld.errors.TaskRefError`.
+    """
+
+    family: str
+    seed: int
+
+    @classmethod
+    def parse(cls, text: object) -> TaskRef:
+        if isinstance(text, TaskRef):
+            return text
+        if not isinstance(text, str) or len(text) > 200:
+            raise TaskRefError(f"a task id is 'family/seed', not {_shown(text)}")
+        family, sep, seed = text.partition("/")
+        if not sep or not family or not seed.isascii() or not seed.isdigit() or len(seed) > 10:
+            raise TaskRefError(f"a task id is 'family/seed', not {_shown(text)}")
+        value = int(seed)
+        if value > MAX_SEED:
+            raise TaskRefError(f"task seed {value} is out of range (at most {MAX_SEED})")
+        return cls(family, value)
+
+    def __str__(self) -> str:
+        return f"{self.family}/{self.seed}"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass(frozen=True)
@@ -141,6 +183,10 @@ class Task:
     @property
     def id(self) -> str:
         return f"{self.family}/{self.seed}"
+
+    @property
+    def ref(self) -> TaskRef:
+        return TaskRef(self.family, self.seed)
 
     @property
     def split(self) -> Split:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import random
 import sqlite3
+import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mirrorworld.core.store import Image
-from mirrorworld.core.task import EntityRef, Split, Task, TaskFamily, ToolCall, split_seed
+from mirrorworld.core.task import EntityRef, Split, Task, TaskFamily, TaskRef, ToolCall, split_seed
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.errors import RegistryError, TaskError, WorldError
 
@@ -35,8 +36,10 @@ if TYPE_CHECKING:
 
 __all__ = ["AuditHooks", "GoldOutcome", "Rule", "World"]
 
-_CORE_DIR = Path(__file__).resolve().parent
-_VERIFY_DIR = _CORE_DIR.parent / "verify"
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_GRADING_DIRS = tuple(_PACKAGE_DIR / name for name in ("core", "verify", "episodes"))
+"""The package's folders that decide how every world is stepped and graded: all of them feed every content hash."""
+_HASHED_SUFFIXES = (".py", ".sql", ".md", ".json")
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,6 @@ class GoldOutcome:
     """The reference end state of a task: its gold solution replayed."""
 
     view: dict[str, Any]
-    initial_potential: float
     state_hash: str
     changed: tuple[tuple[str, int], ...]
 
@@ -108,7 +110,14 @@ class World(ABC):
     epoch: ClassVar[str]
     """The simulated time at which the world's data is generated."""
     source_dir: ClassVar[Path]
-    """The folder holding the world's files; all of them feed the content hash."""
+    """The folder holding the world's files; all of them feed the content hash.
+
+    A world that extends another (``class TeamWorld(HelpdeskWorld)``) declares its
+    own folder; the folders of every world class it inherits from feed its hash
+    too, so nothing is copied between worlds to keep hashes honest.
+    """
+    extra_sources: ClassVar[tuple[Path, ...]] = ()
+    """Other folders or files a world's behaviour depends on (shared modules outside its folder)."""
 
     def __init__(self, *, scale: float = 1.0, data_seed: int = 0) -> None:
         if not (0 < scale <= 100):
@@ -187,21 +196,47 @@ class World(ABC):
     def id(self) -> str:
         return f"mirrorworld/{self.title}-v{self.version}"
 
+    @classmethod
+    def sources(cls) -> tuple[Path, ...]:
+        """Every folder or file that feeds the content hash, in a fixed order.
+
+        The ``source_dir`` of this class and of every world class it extends, its
+        ``extra_sources``, and the core, verifier and episode code.
+        """
+        out: list[Path] = []
+        for klass in cls.__mro__:
+            own = vars(klass)
+            if "source_dir" in own:
+                out.append(Path(own["source_dir"]))
+            out.extend(Path(p) for p in own.get("extra_sources", ()))
+        out.extend(_GRADING_DIRS)
+        seen: set[Path] = set()
+        return tuple(p for p in (q.resolve() for q in out) if not (p in seen or seen.add(p)))
+
     @cached_property
     def content_hash(self) -> str:
         """Hash of everything that defines the world and its grading.
 
-        Covers the world's folder (schema, generator, tools, rules, policy,
-        task families) and the core and verifier code, plus the data seed and
-        scale. Every trajectory records it.
+        Covers :meth:`sources` (the world's folders: schema, generator, tools,
+        rules, policy, task families; and the core, verifier and episode code),
+        plus the data seed and scale. Every trajectory records it. Files are
+        named relative to their folder, so the hash does not depend on where the
+        package is installed.
         """
         h = hashlib.sha256(f"{self.id}|{self.data_seed}|{self.scale}".encode())
-        for folder in (self.source_dir, _CORE_DIR, _VERIFY_DIR):
-            for path in sorted(folder.rglob("*")):
-                if path.is_file() and path.suffix in (".py", ".sql", ".md", ".json"):
-                    h.update(path.name.encode())
+        for source in self.sources():
+            files = [source] if source.is_file() else sorted(source.rglob("*"))
+            for path in files:
+                if path.is_file() and path.suffix in _HASHED_SUFFIXES and "__pycache__" not in path.parts:
+                    rel = path.name if path == source else path.relative_to(source).as_posix()
+                    h.update(f"{source.name}/{rel}\n".encode())
                     h.update(path.read_bytes())
         return h.hexdigest()[:16]
+
+    # -- pickling: a world travels as its class and parameters, never its database --
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.scale, self.data_seed))
 
     # -- images and sessions ------------------------------------------------
 
@@ -285,6 +320,11 @@ class World(ABC):
             self._tasks.popitem(last=False)
         return task
 
+    def task_at(self, ref: TaskRef | str) -> Task:
+        """The task a :class:`~mirrorworld.core.task.TaskRef` (or its ``family/seed`` text) names."""
+        ref = TaskRef.parse(ref)
+        return self.task(ref.family, ref.seed)
+
     def task_for(self, split: Split, index: int, families: Sequence[str] | None = None) -> Task:
         """The ``index``-th task of a split, cycling through the families."""
         names = list(families) if families else [f.name for f in self.families]
@@ -297,10 +337,7 @@ class World(ABC):
         hit = self._gold.get(key)
         if hit is not None:
             return hit
-        from mirrorworld.verify.checks import potential
-
         with self.session(task) as s:
-            phi0 = potential(s.db, s.image, task.checks)
             for call in task.gold:
                 result = s.call(call.tool, call.args)
                 if not result.ok:
@@ -310,7 +347,6 @@ class World(ABC):
                 raise TaskError(f"{task.id}: gold solution breaks rule {hard[0].rule}")
             outcome = GoldOutcome(
                 view=self.outcome_view(s.db, task.targets),
-                initial_potential=phi0,
                 state_hash=s.state_hash(),
                 changed=tuple((c.table, c.pk) for c in s.changes()),
             )
@@ -329,3 +365,17 @@ class World(ABC):
             return self.tool_names.index(name)
         except ValueError:
             raise RegistryError(f"world {self.name} has no tool {name!r}") from None
+
+
+_REBUILT: dict[tuple[type[World], float, int], World] = {}
+_REBUILT_LOCK = threading.Lock()
+
+
+def _rebuild(cls: type[World], scale: float, data_seed: int) -> World:
+    """The world a pickle names, built once per process (its image is generated once)."""
+    key = (cls, float(scale), int(data_seed))
+    with _REBUILT_LOCK:
+        world = _REBUILT.get(key)
+        if world is None:
+            world = _REBUILT[key] = cls(scale=scale, data_seed=data_seed)
+    return world

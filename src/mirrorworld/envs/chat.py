@@ -8,19 +8,22 @@ OpenAI format and returns the tool messages answering its ``tool_calls``.
 An assistant message without tool calls ends the episode: its text, if any,
 becomes the final message to the customer (as if the world's terminal tool had
 been called with it). Malformed tool calls get an error tool message; nothing
-an agent sends raises.
+an agent sends raises. After the end, as in every adapter, each tool call gets
+the ``episode_over`` error and changes nothing (:mod:`mirrorworld.episodes`).
+``last_outcome`` is the :class:`~mirrorworld.episodes.StepOutcome` of the
+latest call, and ``reward`` the return so far.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.task import Split, Task
 from mirrorworld.core.world import World
-from mirrorworld.envs.episode import Episode, pick_task
+from mirrorworld.episodes import Episode, EpisodeOptions, StepOutcome, check_split, select_task
 from mirrorworld.errors import MirrorworldError, WorldError
-from mirrorworld.registry import Registry, default
 from mirrorworld.verify.verdict import Verdict
 
 __all__ = ["SYSTEM_PROMPT", "ChatEnv"]
@@ -42,11 +45,13 @@ class ChatEnv:
         split: Split = "train",
         families: tuple[str, ...] | list[str] | None = None,
         max_steps: int = 30,
+        reward: Literal["shaped", "sparse"] = "shaped",
         registry: Registry | None = None,
     ) -> None:
         self.world = (registry or default).get(world) if isinstance(world, str) else world
-        self.split: Split = split
+        self.split: Split = check_split(split)
         self.families = tuple(families) if families else None
+        self.options = EpisodeOptions(max_steps=max_steps, reward=reward)
         self.max_steps = max_steps
         terminals = [t for t in self.world.tools if t.kind == "terminal"]
         if len(terminals) != 1:
@@ -59,13 +64,17 @@ class ChatEnv:
         self.tools: list[dict[str, Any]] = [t.openai_schema() for t in self.world.tools]
         self.messages: list[dict[str, Any]] = []
         self.episode: Episode | None = None
+        self.last_outcome: StepOutcome | None = None
 
-    def reset(self, seed: int = 0, *, task: Task | None = None) -> list[dict[str, Any]]:
-        """Start task ``seed`` of the split (or ``task``); return the opening messages."""
+    def reset(
+        self, seed: int = 0, *, task: Task | None = None, task_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Start task ``seed`` of the split (or ``task``, or ``task_id``); return the opening messages."""
         if self.episode is not None:
             self.episode.close()
-        task = task or pick_task(self.world, self.split, seed, self.families)
-        self.episode = Episode(self.world, task, max_steps=self.max_steps)
+        task = select_task(self.world, split=self.split, families=self.families, task=task, task_id=task_id, index=seed)
+        self.episode = Episode(self.world, task, self.options)
+        self.last_outcome = None
         system = SYSTEM_PROMPT.format(title=self.world.id, terminal=self.terminal, policy=self.world.policy)
         self.messages = [
             {"role": "system", "content": system},
@@ -77,16 +86,24 @@ class ChatEnv:
     def done(self) -> bool:
         return self.episode is not None and self.episode.over
 
+    @property
+    def reward(self) -> float:
+        """The episode's return so far (0.0 before ``reset``)."""
+        return self.episode.total_reward if self.episode is not None else 0.0
+
     def _ep(self) -> Episode:
         if self.episode is None:
             raise MirrorworldError("call reset() first")
         return self.episode
 
     def step(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        """Apply one assistant message; return the tool messages it produced."""
+        """Apply one assistant message; return the tool messages it produced.
+
+        After the end, each tool call of the message is answered with the
+        ``episode_over`` error (and nothing changes); a message without tool
+        calls changes nothing either.
+        """
         ep = self._ep()
-        if ep.over:
-            raise MirrorworldError("the episode is over; call reset()")
         if not isinstance(message, dict):
             message = {"role": "assistant", "content": message if isinstance(message, str) else None}
         calls = message.get("tool_calls") or []
@@ -98,17 +115,18 @@ class ChatEnv:
             record["tool_calls"] = calls
         self.messages.append(record)
         if not isinstance(calls, list) or not calls:
+            if ep.over:
+                return []
             if isinstance(content, str) and content.strip():
-                ep.call(self.terminal, {self._terminal_param: content})
-            ep.finish()
+                self.last_outcome = ep.step(self.terminal, {self._terminal_param: content})
+            if not ep.over:
+                ep.finish()
             return []
         replies = []
         for i, call in enumerate(calls):
-            if ep.over:
-                break
             call_id, name, args = _unpack(call, i)
-            result, _ = ep.call(name, args)
-            reply = {"role": "tool", "tool_call_id": call_id, "content": result.content()}
+            outcome = self.last_outcome = ep.step(name, args)
+            reply = {"role": "tool", "tool_call_id": call_id, "content": outcome.content()}
             replies.append(reply)
             self.messages.append(reply)
         return replies

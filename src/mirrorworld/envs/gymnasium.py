@@ -6,7 +6,7 @@ Observations are a ``Dict`` of what an agent could see on its screen:
 * ``view`` — a one-line header of the record last opened;
 * ``records`` — the records opened so far (``ticket:801,order:428``);
 * ``last_result`` — the last tool result as JSON (an error is ``{"error": {code, message}}``);
-* ``tool_mask`` — which tools can be called now (all of them until the episode ends);
+* ``tool_mask`` — which tools can be called now (all of them until the episode ends, none after);
 * ``step`` — the number of calls made.
 
 Actions are ``{"tool_name": Discrete(n), "tool_args": Text}`` where the text is
@@ -14,9 +14,13 @@ the JSON arguments; ``env.unwrapped.tool_names[i]`` names tool ``i``. A string
 tool name and a dict of arguments are accepted too.
 
 ``reset(seed=s)`` starts task ``s`` of the split; without a seed the task index
-is drawn from the environment's generator. The episode terminates when the
+is drawn from the environment's generator. ``options={"task": Task}`` or
+``{"task_id": "family/seed"}`` picks a task. The episode terminates when the
 agent calls the world's terminal tool (``respond``) and truncates at
-``max_steps``. At its end ``info["verdict"]`` holds the verdict as a dict.
+``max_steps``. On the step that ends it ``info["verdict"]`` holds the verdict
+as a dict. A step after the end is answered, as by every adapter, with the
+``episode_over`` error, reward 0, unchanged flags and state, and no verdict
+(:mod:`mirrorworld.episodes`).
 
 Rewards: with ``reward="sparse"`` only the verdict's score, at the end. With
 ``reward="shaped"`` (default) also the potential-based process reward, whose
@@ -34,14 +38,14 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.session import MAX_ARGS_CHARS
 from mirrorworld.core.task import Split, Task
 from mirrorworld.core.world import World
-from mirrorworld.envs.episode import Episode, pick_task
+from mirrorworld.episodes import Episode, EpisodeOptions, StepOutcome, check_split, select_task
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.registry import Registry, default
 
-__all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv", "decode_action"]
+__all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv", "decode_action", "env_spaces"]
 
 CHARSET = frozenset(string.printable)
 """Every observation string is printable ASCII (JSON escapes the rest)."""
@@ -137,12 +141,9 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ) -> None:
         if isinstance(world, str):
             world = (registry or default).get(world, scale=scale, data_seed=data_seed)
-        if split not in ("train", "test"):
-            raise MirrorworldError(f"split must be train or test, not {split!r}")
-        if reward not in ("shaped", "sparse"):
-            raise MirrorworldError(f"reward must be shaped or sparse, not {reward!r}")
+        self.options = EpisodeOptions(max_steps=max_steps, reward=reward)
         self.world = world
-        self.split: Split = split
+        self.split: Split = check_split(split)
         self.families = tuple(families) if families else None
         if self.families:
             for f in self.families:
@@ -155,7 +156,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.observation_space, self.action_space = env_spaces(n, max_steps)
         self._all = np.ones(n, dtype=np.int8)
         self._none = np.zeros(n, dtype=np.int8)
-        self._step_values = [np.array(i, dtype=np.int64) for i in range(max_steps + 1)]
+        self._step_values = [np.array(i, dtype=np.int64) for i in range(min(max_steps, 1024) + 1)]
         self._episode: Episode | None = None
         self._obs: dict[str, Any] | None = None
         self._last_view, self._last_view_text = "", ""
@@ -190,18 +191,17 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             super().reset()
         options = options or {}
         task = options.get("task")
-        if task is None:
-            if "task_id" in options:
-                family, _, task_seed = str(options["task_id"]).partition("/")
-                task = self.world.task(family, int(task_seed))
-            else:
-                index = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
-                task = pick_task(self.world, self.split, index, self.families)
-        if not isinstance(task, Task):
+        if task is not None and not isinstance(task, Task):
             raise MirrorworldError("options['task'] must be a Task")
+        index = None
+        if task is None and options.get("task_id") is None:
+            index = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+        task = select_task(
+            self.world, split=self.split, families=self.families, task=task, task_id=options.get("task_id"), index=index
+        )
         if self._episode is not None:
             self._episode.close()
-        self._episode = Episode(self.world, task, max_steps=self.max_steps)
+        self._episode = Episode(self.world, task, self.options)
         self._instruction = _ascii(task.instruction)
         obs = self._observe("")
         return obs, {"task_id": task.id, "family": task.family, "split": task.split}
@@ -211,17 +211,9 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         if ep is None:
             raise MirrorworldError("call reset() before step()")
         name, args = decode_action(action, self.tool_names)
-        result, shaping = ep.call(name, args)
-        obs = self._observe(_clip(result.content()))
-        terminated, truncated = ep.terminated, ep.truncated
-        reward = shaping if self.reward_mode == "shaped" else 0.0
-        info: dict[str, Any] = {"tool": name, "ok": result.ok}
-        if not result.ok:
-            info["error"] = result.error
-        if ep.verdict is not None:
-            reward += ep.verdict.score
-            info["verdict"] = ep.verdict.to_dict()
-        return obs, float(reward), terminated, truncated, info
+        outcome = ep.step(name, args)
+        obs = self._observe(_clip(outcome.content()))
+        return obs, outcome.reward, outcome.terminated, outcome.truncated, outcome.info()
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._obs is None:
@@ -267,7 +259,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             "records": self._records_text(s.viewed),
             "last_result": last_result,
             # Fresh arrays every time: callers keep observations (Gymnasium's checker insists).
-            "tool_mask": (self._none if s.done else self._all).copy(),
+            "tool_mask": (self._none if ep.over else self._all).copy(),
             "step": self._step_values[k].copy() if k < len(self._step_values) else np.array(k, dtype=np.int64),
         }
         self._obs = obs

@@ -1,23 +1,27 @@
-"""The helpdesk team as PettingZoo environments: ``AECEnv`` and ``ParallelEnv``.
+"""Any world with seats as PettingZoo environments: ``AECEnv`` and ``ParallelEnv``.
 
 Usage, as with any PettingZoo environment module::
 
-    from mirrorworld.envs.pettingzoo import helpdesk_v0
+    from mirrorworld.envs.pettingzoo import env_module, helpdesk_v0
 
     env = helpdesk_v0.env(max_cycles=40)           # AEC: one role at a time
     par = helpdesk_v0.parallel_env(max_cycles=40)  # Parallel: every role at once
+    mine = env_module("my_world").parallel_env()   # any registered world that declares seats
 
-Needs the ``multiagent`` extra (PettingZoo).
+Needs the ``multiagent`` extra (PettingZoo). The environments read the world
+only through its seats (:class:`~mirrorworld.core.seats.Seated`) and step a
+:class:`~mirrorworld.episodes.TeamEpisode`; they import no world.
 
-**Agents** are the roles of the task's contact, in turn order: ``customer``,
-``tier1``, ``supervisor`` and, for contacts that need it, ``tier2``
-(``possible_agents`` lists every role the environment's task families use).
-Pass ``customer=ScriptedCustomer()`` (or any :class:`~mirrorworld.sim.policies.RolePolicy`)
-to simulate the customer inside the environment: it then acts first in every
-cycle and is not an agent.
+**Agents** are the roles of the task's contact, in turn order (for the helpdesk
+team: ``customer``, ``tier1``, ``supervisor`` and, for contacts that need it,
+``tier2``; ``possible_agents`` lists every role the environment's task
+families use). Pass ``customer=ScriptedCustomer()`` (or any
+:class:`~mirrorworld.sim.policies.RolePolicy`) to simulate the world's
+``simulated_role`` inside the environment: it then acts first in every cycle
+and is not an agent.
 
-**Observations** (partial: each role sees only its own seat, see
-:mod:`mirrorworld.worlds.helpdesk_team.views`) are
+**Observations** (partial: each role sees only its own seat, its briefing and
+its inbox, as the world's seats define them) are
 ``{"observation": {...}}`` whose leaves are NumPy arrays with fixed dtypes:
 
 * ``briefing``, ``inbox``, ``last_result`` — ASCII text as ``uint8`` arrays,
@@ -40,9 +44,11 @@ error result, and neither changes the state.
 **One cycle** is one turn of every live agent (AEC) or one joint action
 (Parallel; the joint action is applied in turn order). The episode terminates
 for every agent when a final message is sent or the customer leaves, and
-truncates after ``max_cycles`` cycles.
+truncates after ``max_cycles`` cycles (or ``max_steps`` tool calls, when given).
+After the end every action is refused with ``episode_over`` and changes
+nothing, as in every adapter.
 
-**Rewards** come from the shared verifier (see :class:`~mirrorworld.sim.team.TeamEpisode`):
+**Rewards** come from the shared verifier (see :class:`~mirrorworld.episodes.team.TeamEpisode`):
 the team's score at the end (plus potential-based shaping with
 ``reward="shaped"``) for every agent, and ``-penalty`` for each hard rule an
 agent's own calls broke. ``infos[agent]`` holds the agent's last call
@@ -73,11 +79,13 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("mirrorworld.envs.pettingzoo needs PettingZoo: pip install 'mirrorworld[multiagent]'") from exc
 
+from mirrorworld.core.registry import Registry, default
+from mirrorworld.core.seats import Seated, seats_of
 from mirrorworld.core.task import Split, Task, ToolCall
+from mirrorworld.core.world import World
+from mirrorworld.episodes import WAIT, RoleObservation, TeamEpisode, check_split, select_task
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.sim.policies import RoleContext, RolePolicy
-from mirrorworld.sim.team import WAIT, RoleObservation, TeamEpisode
-from mirrorworld.worlds.helpdesk_team import CUSTOMER, HelpdeskTeamWorld, team_world
 
 __all__ = [
     "ARGS_LENGTH",
@@ -85,9 +93,13 @@ __all__ = [
     "EnvModule",
     "HelpdeskTeamAEC",
     "HelpdeskTeamParallel",
+    "SeatedAEC",
+    "SeatedParallel",
     "decode_text",
     "encode_text",
+    "env_module",
     "helpdesk_v0",
+    "DEFAULT_WORLD",
     "to_role_observation",
 ]
 
@@ -99,6 +111,9 @@ ARGS_LENGTH = 8192
 
 CYCLE_BOUND = 1_000_000
 """Upper bound of the ``cycle`` leaf (``max_cycles`` may be raised after construction)."""
+
+DEFAULT_WORLD = "helpdesk_team"
+"""The world the environments play when none is named."""
 
 _CUT = "...[truncated]"
 _NOT_ASCII = re.compile(f"[^{re.escape(string.printable)}]")
@@ -156,7 +171,7 @@ class _Core:
 
     def __init__(
         self,
-        world: str | HelpdeskTeamWorld | None,
+        world: str | World | None,
         *,
         split: Split,
         families: Sequence[str] | None,
@@ -164,17 +179,20 @@ class _Core:
         reward: Literal["shaped", "sparse"],
         penalty: float,
         customer: RolePolicy | None,
+        max_steps: int | None,
+        registry: Registry | None,
     ) -> None:
-        if world is None or world == "helpdesk_team":
-            world = team_world()
-        if not isinstance(world, HelpdeskTeamWorld):
-            raise MirrorworldError("the multi-agent environments need a HelpdeskTeamWorld (helpdesk_team)")
-        if split not in ("train", "test"):
-            raise MirrorworldError(f"split must be train or test, not {split!r}")
+        if world is None:
+            world = DEFAULT_WORLD
+        if isinstance(world, str):
+            world = (registry or default).get(world)
+        seats = seats_of(world)
         if reward not in ("shaped", "sparse"):
             raise MirrorworldError(f"reward must be shaped or sparse, not {reward!r}")
         self.world = world
-        self.split: Split = split
+        self.seats: Seated = seats
+        self.max_steps = max_steps
+        self.split: Split = check_split(split)
         self.families = tuple(families) if families else None
         for f in self.families or ():
             world.family(f)
@@ -182,12 +200,13 @@ class _Core:
         self.reward: Literal["shaped", "sparse"] = reward
         self.penalty = penalty
         self.customer = customer
+        if customer is not None and seats.simulated_role is None:
+            raise MirrorworldError(f"world {world.name} has no simulated role for a customer policy to play")
+        self.simulated = seats.simulated_role if customer is not None else None
         names = self.families or tuple(f.name for f in world.families)
-        used = {r for f in names for r in world.task_roles(world.task(f, 0))}
-        self.possible_agents: list[str] = [
-            r for r in world.roles if r in used and not (customer is not None and r == CUSTOMER)
-        ]
-        self.tools: dict[str, tuple[str, ...]] = {r: world.role_tools[r] for r in self.possible_agents}
+        used = {r for f in names for r in seats.task_roles(world.task(f, 0))}
+        self.possible_agents: list[str] = [r for r in seats.roles if r in used and r != self.simulated]
+        self.tools: dict[str, tuple[str, ...]] = {r: seats.role_tools[r] for r in self.possible_agents}
         self.observation_spaces: dict[str, spaces.Dict] = {}
         self.action_spaces: dict[str, spaces.Dict] = {}
         for r in self.possible_agents:
@@ -216,22 +235,26 @@ class _Core:
             self.rng, _ = seeding.np_random()
         options = options or {}
         task = options.get("task")
-        if task is None:
-            if "task_id" in options:
-                family, _, task_seed = str(options["task_id"]).partition("/")
-                task = self.world.task(family, int(task_seed))
-            else:
-                index = int(seed) if seed is not None else int(self.rng.integers(0, 2**31 - 1))
-                task = self.world.task_for(self.split, index, self.families)
-        if not isinstance(task, Task):
+        if task is not None and not isinstance(task, Task):
             raise MirrorworldError("options['task'] must be a Task")
+        index = None
+        if task is None and options.get("task_id") is None:
+            index = int(seed) if seed is not None else int(self.rng.integers(0, 2**31 - 1))
+        task = select_task(
+            self.world, split=self.split, families=self.families, task=task, task_id=options.get("task_id"), index=index
+        )
         if self.episode is not None:
             self.episode.close()
         self.episode = TeamEpisode(
-            self.world, task, max_cycles=self.max_cycles, reward=self.reward, penalty=self.penalty
+            self.world,
+            task,
+            max_cycles=self.max_cycles,
+            reward=self.reward,
+            penalty=self.penalty,
+            max_steps=self.max_steps,
         )
-        if self.customer is not None:
-            self.customer.reset(RoleContext(self.world, task, CUSTOMER, task.seed))
+        if self.customer is not None and self.simulated is not None:
+            self.customer.reset(RoleContext(self.world, task, self.simulated, task.seed))
         return self.episode
 
     @property
@@ -245,13 +268,13 @@ class _Core:
 
     def cycle_start(self) -> None:
         """The simulated customer's turn, first in every cycle."""
-        ep = self.ep
-        if self.customer is not None and not ep.over and CUSTOMER in ep.roles:
-            action = self.customer.act(ep.observe(CUSTOMER))
+        ep, role = self.ep, self.simulated
+        if self.customer is not None and role is not None and not ep.over and role in ep.roles:
+            action = self.customer.act(ep.observe(role))
             if action is None:
-                ep.act(CUSTOMER, None)
+                ep.act(role, None)
             else:
-                ep.act(CUSTOMER, action.tool, action.args)
+                ep.act(role, action.tool, action.args)
 
     # -- actions -------------------------------------------------------------------
 
@@ -343,7 +366,7 @@ class _TeamEnv:
 
     def __init__(
         self,
-        world: str | HelpdeskTeamWorld | None = None,
+        world: str | World | None = None,
         *,
         split: Split = "train",
         families: Sequence[str] | None = None,
@@ -351,6 +374,8 @@ class _TeamEnv:
         reward: Literal["shaped", "sparse"] = "shaped",
         penalty: float = 1.0,
         customer: RolePolicy | None = None,
+        max_steps: int | None = None,
+        registry: Registry | None = None,
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
@@ -362,12 +387,15 @@ class _TeamEnv:
             reward=reward,
             penalty=penalty,
             customer=customer,
+            max_steps=max_steps,
+            registry=registry,
         )
         self.possible_agents = list(self._core.possible_agents)
         self.observation_spaces = dict(self._core.observation_spaces)
         self.action_spaces = dict(self._core.action_spaces)
         self.render_mode = render_mode
         self.agents: list[str] = []
+        self.metadata = {**type(self).metadata, "name": f"{self._core.world.name}_v0"}
 
     @property
     def max_cycles(self) -> int:
@@ -378,8 +406,12 @@ class _TeamEnv:
         self._core.max_cycles = int(value)
 
     @property
-    def world(self) -> HelpdeskTeamWorld:
+    def world(self) -> World:
         return self._core.world
+
+    def contacts(self, agent: str) -> tuple[str, ...]:
+        """The roles ``agent`` can hand work off to."""
+        return self._core.seats.contacts_of(agent)
 
     @property
     def episode(self) -> TeamEpisode | None:
@@ -405,10 +437,10 @@ class _TeamEnv:
         return self._core.ep.observe(agent)
 
 
-class HelpdeskTeamAEC(_TeamEnv, AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
-    """The helpdesk team, one role at a time (AEC). See the module docstring."""
+class SeatedAEC(_TeamEnv, AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
+    """A seated world, one role at a time (AEC). See the module docstring."""
 
-    metadata = {"render_modes": ["ansi"], "name": "helpdesk_v0", "is_parallelizable": True}  # noqa: RUF012
+    metadata = {"render_modes": ["ansi"], "name": "helpdesk_team_v0", "is_parallelizable": True}  # noqa: RUF012
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         ep = self._core.start(seed, options)
@@ -466,10 +498,10 @@ class HelpdeskTeamAEC(_TeamEnv, AECEnv[str, dict[str, Any], Any]):  # type: igno
             self._core.episode = None
 
 
-class HelpdeskTeamParallel(_TeamEnv, ParallelEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
-    """The helpdesk team, every role at once (Parallel). See the module docstring."""
+class SeatedParallel(_TeamEnv, ParallelEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
+    """A seated world, every role at once (Parallel). See the module docstring."""
 
-    metadata = {"render_modes": ["ansi"], "name": "helpdesk_v0", "is_parallelizable": True}  # noqa: RUF012
+    metadata = {"render_modes": ["ansi"], "name": "helpdesk_team_v0", "is_parallelizable": True}  # noqa: RUF012
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
@@ -520,30 +552,39 @@ class HelpdeskTeamParallel(_TeamEnv, ParallelEnv[str, dict[str, Any], Any]):  # 
             self._core.episode = None
 
 
-def raw_env(**kwargs: Any) -> HelpdeskTeamAEC:
-    """The AEC environment without wrappers."""
-    return HelpdeskTeamAEC(**kwargs)
-
-
-def env(**kwargs: Any) -> AECEnv[str, dict[str, Any], Any]:
-    """The AEC environment, wrapped as PettingZoo environments conventionally are (order enforcing)."""
-    return wrappers.OrderEnforcingWrapper(raw_env(**kwargs))
-
-
-def parallel_env(**kwargs: Any) -> HelpdeskTeamParallel:
-    """The parallel environment."""
-    return HelpdeskTeamParallel(**kwargs)
+HelpdeskTeamAEC = SeatedAEC
+"""The AEC environment (its default world is the helpdesk team)."""
+HelpdeskTeamParallel = SeatedParallel
+"""The parallel environment (its default world is the helpdesk team)."""
 
 
 @dataclass(frozen=True)
 class EnvModule:
-    """A PettingZoo-style environment module: ``env()``, ``raw_env()``, ``parallel_env()``."""
+    """A PettingZoo-style environment module for one world: ``env()``, ``raw_env()``, ``parallel_env()``."""
 
-    env: Callable[..., AECEnv[str, dict[str, Any], Any]]
-    raw_env: Callable[..., HelpdeskTeamAEC]
-    parallel_env: Callable[..., HelpdeskTeamParallel]
-    __name__: str = "helpdesk_v0"
+    world: str
+    __name__: str
+
+    def raw_env(self, **kwargs: Any) -> SeatedAEC:
+        """The AEC environment without wrappers."""
+        return SeatedAEC(**{"world": self.world, **kwargs})
+
+    def env(self, **kwargs: Any) -> AECEnv[str, dict[str, Any], Any]:
+        """The AEC environment, wrapped as PettingZoo environments conventionally are (order enforcing)."""
+        return wrappers.OrderEnforcingWrapper(self.raw_env(**kwargs))
+
+    def parallel_env(self, **kwargs: Any) -> SeatedParallel:
+        """The parallel environment."""
+        return SeatedParallel(**{"world": self.world, **kwargs})
 
 
-helpdesk_v0 = EnvModule(env=env, raw_env=raw_env, parallel_env=parallel_env)
+def env_module(world: str) -> EnvModule:
+    """The environment module of a registered seated world (``env_module("helpdesk_team").env()``)."""
+    return EnvModule(world, f"{world}_v0")
+
+
+helpdesk_v0 = env_module(DEFAULT_WORLD)
 """``from mirrorworld.envs.pettingzoo import helpdesk_v0``: ``helpdesk_v0.env()``, ``helpdesk_v0.parallel_env()``."""
+raw_env = helpdesk_v0.raw_env
+env = helpdesk_v0.env
+parallel_env = helpdesk_v0.parallel_env

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mirrorworld.registry import Registry
+    from mirrorworld.core.registry import Registry
 
 __all__ = ["register_envs"]
 

@@ -51,7 +51,7 @@ def register(sub: Any) -> dict[str, Any]:
 
 def world_named(name: str) -> World:
     """A registered world; the sales world also before it is registered."""
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     try:
         return default.get(name)

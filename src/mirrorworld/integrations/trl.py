@@ -48,9 +48,9 @@ from typing import Any, ClassVar, Literal, Protocol
 from mirrorworld.core.task import Split, Task
 from mirrorworld.core.tools import Param, ToolSpec
 from mirrorworld.core.world import World
-from mirrorworld.envs.episode import Episode
+from mirrorworld.episodes import Episode, EpisodeOptions, select_task
 from mirrorworld.errors import MirrorworldError, WorldError
-from mirrorworld.registry import Registry, default
+from mirrorworld.core.registry import Registry, default
 
 __all__ = ["MirrorworldEnvironment", "environment_factory", "task_rows"]
 
@@ -81,16 +81,13 @@ class _Local:
     def start(self, spec: dict[str, Any]) -> str:
         task = _task(self.world, spec)
         self.close()
-        self.episode = Episode(self.world, task, max_steps=spec.get("max_steps", self.max_steps))
+        self.episode = Episode(self.world, task, EpisodeOptions(max_steps=spec.get("max_steps", self.max_steps)))
         return task.instruction
 
     def call(self, tool: str, args: dict[str, Any]) -> str:
         if self.episode is None:
             raise MirrorworldError("reset() the environment before calling a tool")
-        if self.episode.over:
-            return '{"error":{"code":"episode_over","message":"the episode has ended"}}'
-        result, _ = self.episode.call(tool, args)
-        return result.content()
+        return self.episode.step(tool, args).content()
 
     def score(self) -> float:
         if self.episode is None:
@@ -137,12 +134,15 @@ class _Remote:
 
 
 def _task(world: World, spec: dict[str, Any]) -> Task:
-    if "task_id" in spec:
-        family, _, seed = str(spec["task_id"]).partition("/")
-        return world.task(family, int(seed))
-    if "family" in spec:
-        return world.task(str(spec["family"]), int(spec["seed"]))
-    return world.task_for(spec.get("split", "train"), int(spec.get("index", 0)), spec.get("families"))
+    return select_task(
+        world,
+        split=spec.get("split", "train"),
+        families=spec.get("families"),
+        task_id=spec.get("task_id"),
+        family=spec.get("family"),
+        seed=spec.get("seed"),
+        index=int(spec.get("index", 0)),
+    )
 
 
 def _spec_from_row(row: dict[str, Any], split: Split) -> dict[str, Any]:

@@ -61,7 +61,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.registry import Registry
+from mirrorworld.core.registry import Registry
 from mirrorworld.review.drift import DriftPolicy, compute_drift
 from mirrorworld.review.episode import episode_view
 from mirrorworld.review.quality import auto_pause, load_policy, quality_report

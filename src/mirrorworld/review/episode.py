@@ -17,7 +17,7 @@ from typing import Any
 from mirrorworld.core.task import Task
 from mirrorworld.envs.chat import ChatEnv
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.registry import Registry, default
+from mirrorworld.core.registry import Registry, default
 
 __all__ = ["Change", "EpisodeView", "Step", "episode_view"]
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.registry import Registry, default
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.review.store import ReviewStore
 
 __all__ = [

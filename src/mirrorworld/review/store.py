@@ -838,7 +838,7 @@ def _record_dict(rec: Any) -> dict[str, Any]:
 def _audit_flags(path: Path, world_name: str) -> dict[int, list[str]]:
     """Episode index → the ``audit-run`` rules that flag it."""
     from mirrorworld.audit.runlog import audit_run
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
 
     result = audit_run(path, default.get(world_name))
     return {int(e["index"]): sorted({f["rule"] for f in e["flags"]}) for e in result["episodes_flagged"]}

@@ -36,7 +36,7 @@ def make_runs(
 ) -> list[Path]:
     """One run file per agent in ``directory`` (``<agent>.sqlite``), ``episodes`` test-split tasks each."""
     from mirrorworld.agents import make_agent
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
     from mirrorworld.run import RunFile, run_episodes
 
     w = default.get(world)

@@ -49,7 +49,7 @@ from mirrorworld.sim.policies import (
     RolePolicy,
     RubberStampSupervisor,
 )
-from mirrorworld.sim.team import TeamEpisode
+from mirrorworld.episodes.team import TeamEpisode
 from mirrorworld.worlds.helpdesk_team import CUSTOMER, ROLES, SUPERVISOR, TIER1, TIER2, HelpdeskTeamWorld, team_world
 
 __all__ = [

@@ -56,7 +56,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.websockets import WebSocketDisconnect
 
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.registry import Registry
+from mirrorworld.core.registry import Registry
 from mirrorworld.server.config import ServerConfig
 from mirrorworld.server.models import (
     CreateRequest,
@@ -354,7 +354,7 @@ class Gate:
             return
         except Exception as err:
             log.exception("internal error on POST %s", scope.get("path"))
-            kind = "a world, task or verifier failed" if isinstance(err, MirrorworldError) else "a server bug"
+            kind = f"the {err.boundary} failed" if isinstance(err, MirrorworldError) else "a server bug"
             await _send_error(send, ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
             return
         await send(
@@ -494,7 +494,7 @@ def guarded(
             return error_response(err)
         except Exception as err:
             log.exception("internal error on %s %s", request.method, request.url.path)
-            kind = "a world, task or verifier failed" if isinstance(err, MirrorworldError) else "a server bug"
+            kind = f"the {err.boundary} failed" if isinstance(err, MirrorworldError) else "a server bug"
             return error_response(ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
 
     endpoint.__name__ = handler.__name__

@@ -69,7 +69,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """``mirrorworld serve``: serve until SIGINT/SIGTERM, then shut down gracefully."""
     for module in ("fastapi", "uvicorn", "orjson"):
         _need(module, "server")
-    from mirrorworld.registry import default
+    from mirrorworld.core.registry import default
     from mirrorworld.server.config import ServerConfig
     from mirrorworld.server.run import serve
 

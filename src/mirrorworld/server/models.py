@@ -99,6 +99,10 @@ class ResetRequest(_Strict):
         default=None, max_length=50, description="Families cycled through by `index` (default: all)."
     )
     max_steps: Steps = Field(default=DEFAULT_MAX_STEPS, description="Calls after which the episode truncates.")
+    reward: Literal["shaped", "sparse"] = Field(
+        default="shaped",
+        description="`shaped`: process reward on every call plus the score at the end; `sparse`: the score alone.",
+    )
 
 
 class CreateRequest(ResetRequest):
@@ -138,6 +142,7 @@ class SessionInfo(BaseModel):
     split: Literal["train", "test"]
     instruction: str
     max_steps: int
+    reward: Literal["shaped", "sparse"] = Field(default="shaped", description="The episode's reward mode.")
     tools: list[str]
     step: int
     done: bool
@@ -150,7 +155,10 @@ class StepResponse(BaseModel):
 
     ok: bool = Field(description="Whether the tool call succeeded.")
     result: Any = Field(description="The agent-visible JSON result ({'error': {code, message}} when not ok).")
-    reward: float = Field(description="Shaping reward of this call, plus the verdict's score when it ends the episode.")
+    reward: float = Field(
+        description="What this call pays under the episode's reward mode (0 after the end): the shaping term "
+        "(shaped), plus the verdict's score on the call that ends the episode."
+    )
     terminated: bool
     truncated: bool
     done: bool

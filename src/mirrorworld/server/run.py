@@ -31,7 +31,7 @@ from typing import Any
 import uvicorn
 
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.registry import Registry
+from mirrorworld.core.registry import Registry
 from mirrorworld.server.app import create_app
 from mirrorworld.server.config import ServerConfig
 

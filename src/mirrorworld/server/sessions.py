@@ -1,7 +1,7 @@
 """The session manager: many isolated episodes behind opaque ids.
 
 :class:`SessionManager` is the whole server minus the network. Each live
-session owns one :class:`~mirrorworld.envs.episode.Episode` (its own SQLite
+session owns one :class:`~mirrorworld.episodes.Episode` (its own SQLite
 connection, its own process reward, its own verdict) and is named by an
 unguessable id. Every operation is synchronous and quick (microseconds for a
 step), so the server runs them on its event loop, one at a time: no two
@@ -36,21 +36,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mirrorworld.core.session import ToolResult
-from mirrorworld.core.task import Task, split_seed
+from mirrorworld.core.registry import Registry, default
+from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
-from mirrorworld.envs.episode import Episode
-from mirrorworld.errors import MirrorworldError, RegistryError
-from mirrorworld.registry import Registry, default
+from mirrorworld.episodes import Episode, EpisodeOptions, select_task
+from mirrorworld.errors import MirrorworldError, RegistryError, TaskRefError
 from mirrorworld.server.config import ServerConfig
 from mirrorworld.server.models import CreateRequest, ResetRequest
-from mirrorworld.verify.process import ProcessReward
 
 __all__ = ["ApiError", "LiveSession", "RawJSON", "SessionManager", "validation_message"]
 
 log = logging.getLogger("mirrorworld.server")
-
-_EPISODE_OVER = {"code": "episode_over", "message": "the episode has ended; reset the session or close it"}
 
 
 class RawJSON:
@@ -114,6 +110,7 @@ class LiveSession:
             "split": task.split,
             "instruction": task.instruction,
             "max_steps": ep.max_steps,
+            "reward": ep.options.reward,
             "tools": list(self.world.tool_names),
             "step": s.steps,
             "done": ep.over,
@@ -186,26 +183,21 @@ class SessionManager:
     def resolve_task(self, world: World, spec: ResetRequest) -> Task:
         """The task ``spec`` names (see :mod:`mirrorworld.server.models`)."""
         try:
-            if spec.task_id is not None:
-                family, sep, seed_text = spec.task_id.partition("/")
-                if not sep or not seed_text.isdigit() or len(seed_text) > 10 or int(seed_text) > 2**31 - 1:
-                    raise ApiError(400, "invalid_request", f"task_id must be 'family/seed', not {spec.task_id!r}")
-                return world.task(family, int(seed_text))
-            if spec.family is not None:
-                if spec.seed is None:
-                    raise ApiError(400, "invalid_request", "family needs a seed")
-                return world.task(spec.family, spec.seed)
-            families = tuple(spec.families) if spec.families else None
-            for f in families or ():
-                world.family(f)
-            index = spec.index if spec.index is not None else (spec.seed or 0)
-            family_names = list(families) if families else [f.name for f in world.families]
-            world.family(family_names[index % len(family_names)])
-            return world.task(
-                family_names[index % len(family_names)], split_seed(spec.split, index // len(family_names))
+            return select_task(
+                world,
+                split=spec.split,
+                families=tuple(spec.families) if spec.families else None,
+                task_id=spec.task_id,
+                family=spec.family,
+                seed=spec.seed,
+                index=spec.index if spec.index is not None else (spec.seed or 0),
             )
+        except TaskRefError as err:
+            raise ApiError(400, "invalid_request", str(err)) from None
         except RegistryError as err:
             raise ApiError(404, "unknown_task", str(err)) from None
+        except MirrorworldError as err:
+            raise ApiError(400, "invalid_request", str(err)) from None
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -216,7 +208,7 @@ class SessionManager:
         max_steps = self._max_steps(req)
         task = self.resolve_task(world, req)
         self._make_room(client)
-        episode = Episode(world, task, max_steps=max_steps)
+        episode = Episode(world, task, EpisodeOptions(max_steps=max_steps, reward=req.reward))
         return self._register(world, episode, client)
 
     def _max_steps(self, req: ResetRequest) -> int:
@@ -272,7 +264,7 @@ class SessionManager:
         live = self.get(sid)
         max_steps = self._max_steps(req)
         task = self.resolve_task(live.world, req)
-        episode = Episode(live.world, task, max_steps=max_steps)
+        episode = Episode(live.world, task, EpisodeOptions(max_steps=max_steps, reward=req.reward))
         live.episode.close()
         live.episode = episode
         return live
@@ -337,30 +329,21 @@ class SessionManager:
         """Run one tool call in session ``sid``; the step response (``result`` as :class:`RawJSON`)."""
         self.throttle(client)
         live = self.get(sid)
-        ep = live.episode
         self.counters["steps"] += 1
-        if ep.over:
-            result, reward = ToolResult(False, error=dict(_EPISODE_OVER), done=True), 0.0
-            verdict = None
-        else:
-            result, reward = ep.call(tool, args)
-            verdict = ep.verdict
-            if verdict is not None:
-                reward += verdict.score
-        s = ep.session
+        outcome = live.episode.step(tool, args)
         out: dict[str, Any] = {
-            "ok": result.ok,
-            "result": RawJSON(result.content()),
-            "reward": reward,
-            "terminated": ep.terminated,
-            "truncated": ep.truncated,
-            "done": ep.over,
-            "step": s.steps,
-            "view": s.view,
-            "records": ",".join(s.viewed),
+            "ok": outcome.ok,
+            "result": RawJSON(outcome.content()),
+            "reward": outcome.reward,
+            "terminated": outcome.terminated,
+            "truncated": outcome.truncated,
+            "done": outcome.done,
+            "step": outcome.step,
+            "view": outcome.view,
+            "records": ",".join(outcome.viewed),
         }
-        if verdict is not None:
-            out["verdict"] = verdict.to_dict()
+        if outcome.verdict is not None:
+            out["verdict"] = outcome.verdict.to_dict()
         return out
 
     def state(self, sid: str) -> dict[str, Any]:
@@ -388,7 +371,7 @@ class SessionManager:
         """A new session continuing from the state of ``sid``; the two then evolve apart."""
         live = self.get(sid)
         self._make_room(client)
-        return self._register(live.world, fork_episode(live.episode), client)
+        return self._register(live.world, live.episode.fork(), client)
 
     # -- inspection -------------------------------------------------------------
 
@@ -406,38 +389,6 @@ class SessionManager:
             "uptime_s": round(self.clock() - self.started, 3),
             **{k: v for k, v in sorted(self.counters.items())},
         }
-
-
-def fork_episode(ep: Episode) -> Episode:
-    """An independent copy of a running episode: state, events, process reward and verdict.
-
-    The copy's state comes from ``Session.fork()``; if that does not reproduce
-    the parent's state hash, the parent's committed calls are replayed on a
-    fresh session of the task instead (calls are deterministic given the
-    state), and the bookkeeping is copied over.
-    """
-    parent = ep.session
-    twin = parent.fork()
-    if twin.state_hash() != parent.state_hash():
-        twin.close()
-        twin = ep.world.session(ep.task)
-        for event in parent.events:
-            if event.ok and event.kind in ("write", "terminal"):
-                twin.call(event.tool, event.args)
-        twin.continue_from(parent)
-        if twin.state_hash() != parent.state_hash():
-            twin.close()
-            raise MirrorworldError("fork could not reproduce the parent's state")
-    copy = Episode.__new__(Episode)
-    copy.world = ep.world
-    copy.task = ep.task
-    copy.max_steps = ep.max_steps
-    copy.session = twin
-    copy.process = ProcessReward(twin)
-    copy.process.current = ep.process.current
-    copy.verdict = ep.verdict
-    copy.total_reward = ep.total_reward
-    return copy
 
 
 def _parse(model: type[ResetRequest], spec: ResetRequest | Mapping[str, Any]) -> Any:

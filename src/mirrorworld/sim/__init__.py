@@ -1,6 +1,6 @@
 """Simulated parties of a team episode: the customer simulator, scripted staff and the team episode they share.
 
-* :mod:`mirrorworld.sim.team` — :class:`TeamEpisode`, one session shared by several roles;
+* :mod:`mirrorworld.episodes.team` — :class:`TeamEpisode`, one session shared by several roles;
 * :mod:`mirrorworld.sim.policies` — the role-policy interface and scripted staff;
 * :mod:`mirrorworld.sim.customer` — the deterministic, seeded customer simulator;
 * :mod:`mirrorworld.sim.llm` — a customer played by a model behind any OpenAI-compatible endpoint;
@@ -21,7 +21,7 @@ from mirrorworld.sim.policies import (
     RolePolicy,
     RubberStampSupervisor,
 )
-from mirrorworld.sim.team import WAIT, Action, RoleObservation, TeamEpisode, Turn
+from mirrorworld.episodes.team import WAIT, Action, RoleObservation, TeamEpisode, Turn
 
 __all__ = [
     "WAIT",

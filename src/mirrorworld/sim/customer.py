@@ -34,7 +34,7 @@ from typing import Any
 
 from mirrorworld.core.task import Task, ToolCall
 from mirrorworld.sim.policies import RoleContext, RolePolicy
-from mirrorworld.sim.team import Action, RoleObservation
+from mirrorworld.episodes.team import Action, RoleObservation
 
 __all__ = ["CustomerProfile", "ScriptedCustomer"]
 

@@ -26,7 +26,7 @@ from mirrorworld.agents.openai import OpenAIAgent
 from mirrorworld.core.task import ToolCall
 from mirrorworld.sim.customer import CustomerProfile
 from mirrorworld.sim.policies import RoleContext, RolePolicy
-from mirrorworld.sim.team import Action, RoleObservation
+from mirrorworld.episodes.team import Action, RoleObservation
 
 __all__ = ["SYSTEM", "LLMCustomer"]
 

@@ -1,7 +1,7 @@
 """Policies for the roles of a team: the interface and the scripted staff.
 
 A :class:`RolePolicy` plays one role. At each of its turns it gets that role's
-:class:`~mirrorworld.sim.team.RoleObservation` and answers with one tool call
+:class:`~mirrorworld.episodes.team.RoleObservation` and answers with one tool call
 or ``None`` (wait). ``reset`` hands it a :class:`RoleContext` whose ``task`` is
 privileged: only gold policies and test doubles may read it (the gold staff
 read the task's gold plan; the scripted customer reads only its own profile,
@@ -33,7 +33,7 @@ from decimal import Decimal
 from typing import Any
 
 from mirrorworld.core.task import Task, ToolCall
-from mirrorworld.sim.team import Action, RoleObservation
+from mirrorworld.episodes.team import Action, RoleObservation
 from mirrorworld.worlds.helpdesk_team.world import HelpdeskTeamWorld
 
 __all__ = [

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import Check
 from mirrorworld.errors import VerifierError
 
-__all__ = ["evaluate_check", "potential"]
+if TYPE_CHECKING:
+    from mirrorworld.core.task import Task
+    from mirrorworld.core.world import World
+
+__all__ = ["evaluate_check", "initial_potential", "potential"]
 
 
 def _columns(image: Image, table: str, names: list[str]) -> None:
@@ -60,6 +64,15 @@ def evaluate_check(db: sqlite3.Connection, image: Image, check: Check) -> bool:
         total = db.execute(f"SELECT COALESCE(SUM({p['column']}), 0) FROM {p['table']} WHERE {clause}", params)
         return bool(total.fetchone()[0] == p["equals"])
     raise VerifierError(f"unknown check kind {check.kind!r} in check {check.name!r}")
+
+
+def initial_potential(world: World, task: Task) -> float:
+    """Φ(s₀): the potential of a task's initial state (computed once per task, kept with the task's cache)."""
+    prep = world.prepared(task)
+    if prep.initial_potential is None:
+        with world.session(task) as s:
+            prep.initial_potential = potential(s.db, s.image, task.checks)
+    return prep.initial_potential
 
 
 def potential(db: sqlite3.Connection, image: Image, checks: tuple[Check, ...]) -> float:

@@ -23,7 +23,7 @@ from typing import Any
 
 from mirrorworld.core.session import Session, Violation
 from mirrorworld.errors import VerifierError
-from mirrorworld.verify.checks import evaluate_check, potential
+from mirrorworld.verify.checks import evaluate_check, initial_potential, potential
 from mirrorworld.verify.communication import missing_facts, stated_distractors
 from mirrorworld.verify.verdict import Gate, Verdict
 
@@ -90,7 +90,7 @@ class Verifier:
         gates = {"state": state, "collateral": collateral, "policy": policy, "communication": communication}
         passed = all(g.passed for g in gates.values())
         process = {
-            "potential_initial": gold.initial_potential,
+            "potential_initial": initial_potential(world, task),
             "potential_final": potential(db, session.image, task.checks),
         }
         signatures = [e.signature() for e in session.events if e.ok]

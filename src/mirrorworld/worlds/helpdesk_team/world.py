@@ -20,23 +20,22 @@ role and hold them to their tools.
 
 from __future__ import annotations
 
-import hashlib
 import random
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from mirrorworld.core.seats import Seated
 from mirrorworld.core.session import Session, Violation
 from mirrorworld.core.task import EntityRef, Task, TaskFamily
 from mirrorworld.core.tools import ToolSpec
-from mirrorworld.core.world import _CORE_DIR, _VERIFY_DIR, AuditHooks, Rule
-from mirrorworld.errors import WorldError
+from mirrorworld.core.world import AuditHooks, Rule
 from mirrorworld.worlds.helpdesk.world import HelpdeskWorld
 from mirrorworld.worlds.helpdesk_team import guards, views
 from mirrorworld.worlds.helpdesk_team.audit import TeamAudit
-from mirrorworld.worlds.helpdesk_team.rules import ROLE_TOOLS, ROLES, RULES
+from mirrorworld.worlds.helpdesk_team.rules import CUSTOMER, ROLE_TOOLS, ROLES, RULES, SUPERVISOR, TIER1, TIER2
 from mirrorworld.worlds.helpdesk_team.tasks import FAMILIES, TeamFamily
 from mirrorworld.worlds.helpdesk_team.tools import TOOLS
 
@@ -54,7 +53,15 @@ _TEAM_OWNERS: dict[str, tuple[str, str]] = {
 }
 
 
-class HelpdeskTeamWorld(HelpdeskWorld):
+_ORDER = re.compile(r"#\s*(\d{1,9})\b")
+_NUMBER = re.compile(r"(?<![\d.])(\d{1,9})(?![\d.])")
+_CODE = re.compile(r"(?<!\d)(\d{6})(?!\d)")
+
+_POLICIES = "mirrorworld.sim.policies"
+_TEAM_POLICIES = "mirrorworld.worlds.helpdesk_team.policies"
+
+
+class HelpdeskTeamWorld(HelpdeskWorld, Seated):
     """The helpdesk staffed by a team: customer, tier 1, supervisor, tier 2. See the module docstring."""
 
     name = "helpdesk_team"
@@ -62,10 +69,23 @@ class HelpdeskTeamWorld(HelpdeskWorld):
     version = 0
     source_dir = _HERE
 
-    roles: tuple[str, ...] = ROLES
+    roles: ClassVar[tuple[str, ...]] = ROLES
     """Every role, in turn order."""
-    role_tools: Mapping[str, tuple[str, ...]] = ROLE_TOOLS
+    role_tools: ClassVar[Mapping[str, tuple[str, ...]]] = ROLE_TOOLS
     """The tools each role may call, in action-index order."""
+    contacts: ClassVar[Mapping[str, tuple[str, ...]] | None] = {  # noqa: RUF012 - read-only by convention
+        CUSTOMER: (TIER1, TIER2),
+        TIER1: (CUSTOMER, SUPERVISOR, TIER2),
+        SUPERVISOR: (TIER1, TIER2),
+        TIER2: (CUSTOMER, SUPERVISOR),
+    }
+    simulated_role: ClassVar[str | None] = CUSTOMER
+    default_team: ClassVar[Mapping[str, str]] = {  # noqa: RUF012 - read-only by convention
+        CUSTOMER: "scripted",
+        TIER1: "gold",
+        SUPERVISOR: "diligent",
+        TIER2: "gold",
+    }
 
     hidden_columns = HelpdeskWorld.hidden_columns
     volatile_columns = {  # noqa: RUF012 - read-only by convention
@@ -78,13 +98,7 @@ class HelpdeskTeamWorld(HelpdeskWorld):
 
     def __init__(self, *, scale: float = 1.0, data_seed: int = 0) -> None:
         super().__init__(scale=scale, data_seed=data_seed)
-        for role, names in self.role_tools.items():
-            unknown = [n for n in names if n not in self.tools_by_name]
-            if unknown:
-                raise WorldError(f"{self.name}: role {role} names unknown tools {unknown}")
-        orphans = set(self.tool_names) - {n for names in self.role_tools.values() for n in names}
-        if orphans:
-            raise WorldError(f"{self.name}: tools no role may call: {sorted(orphans)}")
+        self.check_seats()
 
     def declare_tools(self) -> Sequence[ToolSpec]:
         return TOOLS
@@ -111,17 +125,6 @@ class HelpdeskTeamWorld(HelpdeskWorld):
     def audit_hooks(self) -> AuditHooks:
         return TeamAudit(self)
 
-    @cached_property
-    def content_hash(self) -> str:
-        """Hash of the team world and of the helpdesk world it extends (see ``World.content_hash``)."""
-        h = hashlib.sha256(f"{self.id}|{self.data_seed}|{self.scale}".encode())
-        for folder in (self.source_dir, Path(HelpdeskWorld.source_dir), _CORE_DIR, _VERIFY_DIR):
-            for path in sorted(folder.rglob("*")):
-                if path.is_file() and path.suffix in (".py", ".sql", ".md", ".json"):
-                    h.update(path.name.encode())
-                    h.update(path.read_bytes())
-        return h.hexdigest()[:16]
-
     # -- the team --------------------------------------------------------------
 
     def task_roles(self, task: Task) -> tuple[str, ...]:
@@ -141,3 +144,32 @@ class HelpdeskTeamWorld(HelpdeskWorld):
     def contact_over(self, session: Session) -> bool:
         """Whether the contact ended without a final message (the customer left)."""
         return views.contact_over(session)
+
+    def extract_slot(self, slot: str, text: str | None) -> Any:
+        """The ``order_number`` (an int) or ``verification_code`` (six digits) stated in ``text``, or None."""
+        if not text:
+            return None
+        if slot == "order_number":
+            m = _ORDER.search(text) or _NUMBER.search(text)
+            return int(m.group(1)) if m else None
+        if slot == "verification_code":
+            m = _CODE.search(text)
+            return m.group(1) if m else None
+        raise ValueError(f"no extractor for slot {slot!r}")
+
+    def policy_menu(self) -> Mapping[str, Mapping[str, str]]:
+        staff = {"gold": f"{_POLICIES}:GoldStaff", "refuse": f"{_POLICIES}:RefusePolicy", "idle": f"{_POLICIES}:IdlePolicy"}
+        return {
+            CUSTOMER: {
+                "scripted": "mirrorworld.sim.customer:ScriptedCustomer",
+                "llm": "mirrorworld.sim.llm:llm_customer",
+                "idle": f"{_POLICIES}:IdlePolicy",
+            },
+            TIER1: {**staff, "claim": f"{_POLICIES}:ClaimPolicy", "overreaching": f"{_TEAM_POLICIES}:OverreachingStaff"},
+            SUPERVISOR: {
+                "diligent": f"{_TEAM_POLICIES}:DiligentSupervisor",
+                "rubber_stamp": f"{_TEAM_POLICIES}:RubberStampSupervisor",
+                "idle": f"{_POLICIES}:IdlePolicy",
+            },
+            TIER2: staff,
+        }

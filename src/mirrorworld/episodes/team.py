@@ -1,12 +1,13 @@
-"""One multi-party episode: several roles acting in one shared session.
+"""One multi-party episode: several roles acting in one shared :class:`~mirrorworld.episodes.episode.Episode`.
 
-A :class:`TeamEpisode` is to a team what :class:`~mirrorworld.envs.episode.Episode`
-is to a single agent. The PettingZoo environments and the multi-agent runner
-both step it; neither owns logic the other needs.
+A :class:`TeamEpisode` is to a team what an :class:`Episode` is to a single
+agent, for any world that declares seats (:class:`~mirrorworld.core.seats.Seated`).
+The PettingZoo environments and the multi-agent runner both step it; neither
+owns logic the other needs, and none of them imports a world.
 
-* **One session.** Every role's tool call goes through the same
-  ``Session.call``: one call is one transaction, refused calls change nothing,
-  and every call is an event the verifier reads.
+* **One episode.** Every role's tool call goes through the same
+  ``Episode.step``: one call is one transaction, refused calls change nothing,
+  every call is an event the verifier reads, and the end is the episode's.
 * **Seats.** A role may call only its own tools (``world.role_tools``). A call
   of any other tool is refused at the seat with ``{code: "not_permitted"}``
   and never reaches the session. ``None`` (or the tool name ``wait``) passes
@@ -16,9 +17,11 @@ both step it; neither owns logic the other needs.
   how it ended, and the session step it became. This is how each event is
   attributed to a role.
 * **End.** The episode terminates when a final message is sent (the world's
-  terminal tool) or the customer leaves the chat, and truncates after
-  ``max_cycles`` cycles (a cycle is one turn of every role). It is then graded
-  once by the shared verifier.
+  terminal tool) or the contact ends (``world.contact_over``: the customer
+  left), and truncates after ``max_cycles`` cycles (a cycle is one turn of
+  every role) or ``max_steps`` calls. It is then graded once by the shared
+  verifier. After the end every action, waits included, is refused with
+  ``episode_over`` and changes nothing, as in every other adapter.
 * **Rewards.** Every role gets the team's reward: the verdict's score at the
   end and, with ``reward="shaped"``, the potential-based process reward as it
   is earned (its terms sum to zero over an episode, so returns equal the
@@ -34,13 +37,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mirrorworld.core.session import ToolResult, Violation
+from mirrorworld.core.seats import Seated, seats_of
+from mirrorworld.core.session import Session, ToolResult, Violation
 from mirrorworld.core.task import Task, ToolCall
+from mirrorworld.core.world import World
+from mirrorworld.episodes.episode import Episode, EpisodeOptions
+from mirrorworld.episodes.outcome import EPISODE_OVER
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.verify.process import ProcessReward
 from mirrorworld.verify.verdict import Verdict
-from mirrorworld.verify.verifier import Verifier
-from mirrorworld.worlds.helpdesk_team.world import HelpdeskTeamWorld
 
 __all__ = ["WAIT", "Action", "RoleObservation", "TeamEpisode", "Turn"]
 
@@ -120,30 +124,27 @@ class TeamEpisode:
 
     def __init__(
         self,
-        world: HelpdeskTeamWorld,
+        world: World,
         task: Task,
         *,
         max_cycles: int = 40,
         reward: Literal["shaped", "sparse"] = "shaped",
         penalty: float = 1.0,
+        max_steps: int | None = None,
     ) -> None:
         if max_cycles < 1:
             raise MirrorworldError("max_cycles must be at least 1")
-        if reward not in ("shaped", "sparse"):
-            raise MirrorworldError(f"reward must be shaped or sparse, not {reward!r}")
+        seats = seats_of(world)
         self.world = world
+        self.seats: Seated = seats
         self.task = task
         self.max_cycles = max_cycles
-        self.reward_mode = reward
         self.penalty = penalty
-        self.roles: tuple[str, ...] = world.task_roles(task)
-        self.session = world.session(task)
-        self.process = ProcessReward(self.session)
+        self.episode = Episode(world, task, EpisodeOptions(max_steps=max_steps, reward=reward))
+        self.roles: tuple[str, ...] = seats.task_roles(task)
         self.turns: list[Turn] = []
         self.cycle = 0
-        self.verdict: Verdict | None = None
-        self.truncated = False
-        self._briefings = {r: world.briefing(task, r) for r in self.roles}
+        self._briefings = {r: seats.briefing(task, r) for r in self.roles}
         self._last: dict[str, str] = dict.fromkeys(self.roles, "")
         self._step_roles: dict[int, str] = {}
         self._ledger = _Ledger(returns=dict.fromkeys(self.roles, 0.0))
@@ -151,17 +152,34 @@ class TeamEpisode:
     # -- state -----------------------------------------------------------------
 
     @property
+    def session(self) -> Session:
+        return self.episode.session
+
+    @property
+    def reward_mode(self) -> str:
+        return self.episode.options.reward
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.episode.verdict
+
+    @property
     def terminated(self) -> bool:
         """The contact ended: a final message was sent or the customer left."""
-        return self.session.done or self.world.contact_over(self.session)
+        return self.episode.terminated
+
+    @property
+    def truncated(self) -> bool:
+        """The cycle or step budget ran out first."""
+        return self.episode.truncated
 
     @property
     def over(self) -> bool:
-        return self.verdict is not None
+        return self.episode.over
 
     @property
     def customer_left(self) -> bool:
-        return self.world.contact_over(self.session)
+        return self.seats.contact_over(self.session)
 
     def observe(self, role: str) -> RoleObservation:
         """What ``role`` sees now."""
@@ -169,15 +187,15 @@ class TeamEpisode:
         return RoleObservation(
             role=role,
             briefing=self._briefings[role],
-            inbox=self.world.inbox(self.session, role),
+            inbox=self.seats.inbox(self.session, role),
             last_result=self._last[role],
             cycle=self.cycle,
-            tools=self.world.role_tools[role],
+            tools=self.seats.role_tools[role],
             done=self.over,
         )
 
     def tools_of(self, role: str) -> tuple[str, ...]:
-        return self.world.role_tools[role]
+        return self.seats.role_tools[role]
 
     # -- stepping ----------------------------------------------------------------
 
@@ -186,32 +204,34 @@ class TeamEpisode:
 
         Returns the tool's result (None for a wait). Nothing an agent sends
         raises: a tool outside the role's seat is refused with
-        ``not_permitted``, everything else is the session's to judge.
+        ``not_permitted``, everything else is the episode's to judge. After the
+        end every action, a wait included, gets the ``episode_over`` error and
+        changes nothing (no turn is recorded).
         """
         self._check_role(role)
         if self.over:
-            raise MirrorworldError("the episode is over")
+            return ToolResult(False, error=dict(EPISODE_OVER), done=True)
         index = len(self.turns)
         if tool is None or tool == WAIT:
             self.turns.append(Turn(index, self.cycle, role, None, None, True, None, None))
             return None
-        if tool not in self.world.role_tools[role]:
-            error = {"code": "not_permitted", "message": f"the {role} has no tool named {_shown(tool)}"}
-            self.turns.append(Turn(index, self.cycle, role, tool[:200], None, False, error, None))
+        if not isinstance(tool, str) or tool not in self.seats.role_tools[role]:
+            name = tool if isinstance(tool, str) else f"<{type(tool).__name__}>"
+            error = {"code": "not_permitted", "message": f"the {role} has no tool named {_shown(name)}"}
+            self.turns.append(Turn(index, self.cycle, role, name[:200], None, False, error, None))
             result = ToolResult(False, error=error)
             self._last[role] = result.content()
             return result
-        result = self.session.call(tool, args)
-        step = self.session.steps
+        outcome = self.episode.step(tool, args)
+        step = outcome.step
         self._step_roles[step] = role
         event = self.session.events[-1]
-        self.turns.append(Turn(index, self.cycle, role, tool, event.args, result.ok, result.error, step))
-        self._last[role] = result.content()
-        if self.reward_mode == "shaped":
-            self._ledger.credit(self.roles, self.process.step(episode_over=False))
-        if self.terminated:
-            self.finish()
-        return result
+        self.turns.append(Turn(index, self.cycle, role, tool, event.args, outcome.ok, outcome.error, step))
+        self._last[role] = outcome.content()
+        self._ledger.credit(self.roles, outcome.reward)
+        if outcome.verdict is not None:
+            self._settle_roles()
+        return outcome.result
 
     def end_cycle(self) -> None:
         """Close a cycle (every role has had its turn); truncate after ``max_cycles``."""
@@ -219,21 +239,24 @@ class TeamEpisode:
             return
         self.cycle += 1
         if self.cycle >= self.max_cycles:
-            self.truncated = True
-            self.finish()
+            self._end(self.episode.truncate)
 
     def finish(self) -> Verdict:
         """Grade the episode now (once) and pay out the final rewards."""
-        if self.verdict is not None:
-            return self.verdict
-        if self.reward_mode == "shaped":
-            self._ledger.credit(self.roles, self.process.step(episode_over=True))
-        verdict = Verifier()(self.session)
-        self.verdict = verdict
-        self._ledger.credit(self.roles, verdict.score)
+        if self.episode.verdict is not None:
+            return self.episode.verdict
+        return self._end(self.episode.finish)
+
+    def _end(self, how: Any) -> Verdict:
+        before = self.episode.total_reward
+        verdict: Verdict = how()
+        self._ledger.credit(self.roles, self.episode.total_reward - before)
+        self._settle_roles()
+        return verdict
+
+    def _settle_roles(self) -> None:
         for role, term in self.role_terms().items():
             self._ledger.credit((role,), term)
-        return verdict
 
     def pop_rewards(self) -> dict[str, float]:
         """Rewards earned by each role since the last call (0.0 for none)."""
@@ -267,7 +290,7 @@ class TeamEpisode:
         return dict(self._ledger.returns)
 
     def close(self) -> None:
-        self.session.close()
+        self.episode.close()
 
     def _check_role(self, role: str) -> None:
         if role not in self.roles:

@@ -1,0 +1,282 @@
+"""One episode of one task: the only place that decides what a step pays and when the episode ends.
+
+Every adapter (Gymnasium, chat, PettingZoo, the server, MCP, TRL, the runner,
+the remote env) steps an :class:`Episode` and encodes the :class:`StepOutcome`
+it returns; none owns episode logic. So one action sequence gives the same
+results, rewards, flags and state through every adapter.
+
+Life of an episode::
+
+    Episode(world, task, options) ──step──► running ──end──► over ──step──► episode_over (nothing happens)
+                                              │                 ▲
+                                              └── finish() ─────┘  (the caller stops it)
+
+**The end.** An episode *terminates* when the task reaches an end of its own:
+the world's terminal tool (``respond``) is called, or, in a seated world, the
+contact ends (the customer left). It *truncates* when the step budget
+(``max_steps`` calls, refused calls included) runs out first, or when the
+caller cuts it short (:meth:`Episode.truncate`, the team episode's cycle
+limit). It is graded once, on the step that ends it (or by :meth:`finish`).
+
+**After the end**, every call gets the same error, :data:`EPISODE_OVER`, with
+reward 0.0, no state change, no step counted and no new verdict; the flags
+stay as they were. This holds for every adapter alike (invariant 7).
+
+**Rewards.** With ``reward="shaped"`` each step pays the potential-based
+process-reward term (see :mod:`mirrorworld.verify.process`); the step that ends
+the episode also settles the potential and pays the verdict's score, so an
+episode's return equals its score. With ``reward="sparse"`` only the score is
+paid, at the end.
+
+**Failures.** A refused call is the agent's mistake: an ordinary outcome with
+``ok=False``. Anything else that escapes a tool is a bug in the world; the
+episode records it as a :class:`~mirrorworld.errors.Failure` and raises a
+:class:`~mirrorworld.errors.WorldError` chained to it. A verifier that cannot
+grade raises :class:`~mirrorworld.errors.VerifierError`, recorded likewise.
+Neither is ever scored as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mirrorworld.core.seats import Seated
+from mirrorworld.core.session import Session, ToolResult
+from mirrorworld.core.task import Task
+from mirrorworld.core.world import World
+from mirrorworld.episodes.outcome import EPISODE_OVER, StepOutcome
+from mirrorworld.errors import Failure, MirrorworldError, VerifierError, WorldError
+from mirrorworld.verify.process import ProcessReward
+from mirrorworld.verify.verdict import Verdict
+from mirrorworld.verify.verifier import Verifier
+
+__all__ = ["Episode", "EpisodeOptions", "RewardMode"]
+
+RewardMode = Literal["shaped", "sparse"]
+
+DEFAULT_MAX_STEPS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeOptions:
+    """How an episode is run: its step budget and its reward mode."""
+
+    max_steps: int | None = DEFAULT_MAX_STEPS
+    """Calls (refused ones included) after which the episode truncates; None: no budget."""
+    reward: RewardMode = "shaped"
+
+    def __post_init__(self) -> None:
+        if self.max_steps is not None and (
+            isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1
+        ):
+            raise MirrorworldError(f"max_steps must be a positive integer, not {self.max_steps!r}")
+        if self.reward not in ("shaped", "sparse"):
+            raise MirrorworldError(f"reward must be shaped or sparse, not {str(self.reward)[:40]!r}")
+
+
+class Episode:
+    """A running episode: a session, its process reward, its end and its verdict. See the module docstring."""
+
+    def __init__(
+        self,
+        world: World,
+        task: Task,
+        options: EpisodeOptions | None = None,
+        *,
+        max_steps: int | None = None,
+        reward: RewardMode | None = None,
+        _session: Session | None = None,
+    ) -> None:
+        if options is None:
+            options = EpisodeOptions(
+                max_steps=DEFAULT_MAX_STEPS if max_steps is None else max_steps, reward=reward or "shaped"
+            )
+        elif max_steps is not None or reward is not None:
+            raise MirrorworldError("pass either options or max_steps/reward, not both")
+        self.world = world
+        self.task = task
+        self.options = options
+        self.session: Session = world.session(task) if _session is None else _session
+        self.process = ProcessReward(self.session)
+        self.verdict: Verdict | None = None
+        self.failure: Failure | None = None
+        """A world or verifier failure that stopped the episode (None: none happened)."""
+        self.total_reward = 0.0
+        """The return so far under the episode's reward mode."""
+        self._truncated = False
+        self._ended = False
+        self._seated = isinstance(world, Seated)
+        self._shaped = options.reward == "shaped"
+
+    # -- state -------------------------------------------------------------------
+
+    @property
+    def max_steps(self) -> int | None:
+        return self.options.max_steps
+
+    @property
+    def over(self) -> bool:
+        """The episode has ended (terminated, truncated, finished or failed): every further call is refused."""
+        return self._ended
+
+    @property
+    def terminated(self) -> bool:
+        """The task reached an end of its own (see the module docstring)."""
+        return self.session.done or (self._seated and not self._truncated and self._contact_over())
+
+    @property
+    def truncated(self) -> bool:
+        """The step budget ran out, or the caller cut the episode short, before it terminated."""
+        if self._truncated:
+            return True
+        limit = self.options.max_steps
+        return limit is not None and not self.terminated and self.session.steps >= limit
+
+    def _contact_over(self) -> bool:
+        world = self.world
+        return isinstance(world, Seated) and world.contact_over(self.session)
+
+    # -- stepping ------------------------------------------------------------------
+
+    def step(self, tool: str, args: Any = None) -> StepOutcome:
+        """Run one tool call and return what it did.
+
+        Never raises for anything an agent sends: an unknown tool, malformed
+        arguments or a refused action is an outcome with ``ok=False``. A call
+        after the end is refused with ``episode_over`` and changes nothing.
+        Raises :class:`~mirrorworld.errors.WorldError` when a tool crashes (a
+        world bug) and :class:`~mirrorworld.errors.VerifierError` when the
+        ending step cannot be graded; both are recorded in :attr:`failure`.
+        """
+        if self._ended:
+            return self._refused(tool)
+        s = self.session
+        try:
+            result = s.call(tool, args)
+        except MirrorworldError as err:
+            self._fail(err)
+            raise
+        except Exception as err:
+            wrapped = WorldError(f"{self.world.name}: tool {str(tool)[:60]!r} crashed: {type(err).__name__}: {err}")
+            self._fail(wrapped)
+            raise wrapped from err
+        limit = self.options.max_steps
+        end = s.done or (limit is not None and s.steps >= limit) or (self._seated and self._contact_over())
+        shaping = self.process.step(episode_over=end)
+        reward = shaping if self._shaped else 0.0
+        verdict = None
+        if end:
+            verdict = self._grade()
+            reward += verdict.score
+        self.total_reward += reward
+        terminated = self.terminated
+        return StepOutcome(
+            tool if isinstance(tool, str) and len(tool) <= 200 else str(tool)[:200],
+            result,
+            reward,
+            terminated,
+            end and not terminated,
+            s.steps,
+            s.view,
+            s.viewed,
+            verdict,
+        )
+
+    def _refused(self, tool: Any) -> StepOutcome:
+        s = self.session
+        return StepOutcome(
+            tool[:200] if isinstance(tool, str) else f"<{type(tool).__name__}>",
+            ToolResult(False, error=dict(EPISODE_OVER), done=True),
+            0.0,
+            self.terminated,
+            self.truncated,
+            s.steps,
+            s.view,
+            s.viewed,
+            None,
+            True,
+        )
+
+    def _grade(self) -> Verdict:
+        self._ended = True
+        try:
+            verdict = Verifier()(self.session)
+        except MirrorworldError as err:
+            self._fail(err)
+            raise
+        except Exception as err:
+            wrapped = VerifierError(f"grading {self.task.id} failed: {type(err).__name__}: {err}")
+            self._fail(wrapped)
+            raise wrapped from err
+        self.verdict = verdict
+        return verdict
+
+    def _fail(self, err: MirrorworldError) -> None:
+        self._ended = True
+        if self.failure is None:
+            self.failure = Failure.of(err)
+
+    def finish(self) -> Verdict:
+        """End the episode now and grade it; the verdict once graded.
+
+        An episode that had not ended is cut short by the caller (the agent
+        stopped without a final message): it ends as truncated. Settles the
+        process reward (its last term and the score are added to
+        :attr:`total_reward`). Raises :class:`~mirrorworld.errors.VerifierError`
+        if the episode failed before it could be graded.
+        """
+        if self.verdict is not None:
+            return self.verdict
+        if self.failure is not None:
+            raise VerifierError(f"{self.task.id} cannot be graded: {self.failure.message}")
+        if not self.terminated:
+            self._truncated = True
+        shaping = self.process.step(episode_over=True)
+        verdict = self._grade()
+        self.total_reward += (shaping if self._shaped else 0.0) + verdict.score
+        return verdict
+
+    truncate = finish
+    """Cut the episode short (a cycle limit): it ends as truncated and is graded now."""
+
+    # -- copies and lifetime ---------------------------------------------------------
+
+    def fork(self) -> Episode:
+        """An independent copy of this episode, mid-way: state, events, process reward, verdict and flags.
+
+        The copy's state comes from ``Session.fork()``; if that does not
+        reproduce the state hash, the committed calls are replayed on a fresh
+        session of the task instead (calls are deterministic given the state).
+        The two episodes then evolve apart.
+        """
+        parent = self.session
+        twin = parent.fork()
+        if twin.state_hash() != parent.state_hash():
+            twin.close()
+            twin = self.world.session(self.task)
+            for event in parent.events:
+                if event.ok and event.kind in ("write", "terminal"):
+                    twin.call(event.tool, event.args)
+            twin.continue_from(parent)
+            if twin.state_hash() != parent.state_hash():
+                twin.close()
+                raise WorldError("fork could not reproduce the parent's state")
+        copy = Episode(self.world, self.task, self.options, _session=twin)
+        copy.process.current = self.process.current
+        copy.process._seen_events = self.process._seen_events
+        copy.verdict = self.verdict
+        copy.failure = self.failure
+        copy.total_reward = self.total_reward
+        copy._truncated = self._truncated
+        copy._ended = self._ended
+        return copy
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> Episode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
