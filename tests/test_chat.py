@@ -134,8 +134,13 @@ def test_a_message_without_tool_calls_is_the_final_message(chat: ChatEnv, helpde
     assert chat.step(_assistant(content=respond.args["message"])) == []
     assert chat.done and chat.verdict().passed
     assert chat.episode is not None and chat.episode.session.final_message == respond.args["message"]
-    with pytest.raises(MirrorworldError):
-        chat.step(_assistant(content="one more thing"))
+    # After the end, as in every adapter: nothing changes, tool calls get episode_over.
+    steps = chat.episode.session.steps
+    assert chat.step(_assistant(content="one more thing")) == []
+    assert chat.episode.session.final_message == respond.args["message"]
+    (late,) = chat.step(_assistant(_call(9, "get_order", {"order_id": 1})))
+    assert json.loads(late["content"])["error"]["code"] == "episode_over"
+    assert chat.episode.session.steps == steps
 
 
 @pytest.mark.parametrize("message", [_assistant(content=None), _assistant(content="   "), "plain text"])
@@ -159,7 +164,9 @@ def test_calls_after_the_terminal_call_are_not_run(chat: ChatEnv, helpdesk: Help
             _call(1, "cancel_order", {"order_id": oid, "reason": "fraud_suspected"}),
         )
     )
-    assert len(replies) == 1 and chat.done
+    # Every tool call gets its tool message (the chat stays valid for the API); the one after the end is refused.
+    assert len(replies) == 2 and chat.done
+    assert json.loads(replies[1]["content"])["error"]["code"] == "episode_over"
     assert chat.episode is not None and chat.episode.session.changes() == []
 
 
@@ -167,9 +174,11 @@ def test_max_steps_ends_the_episode(helpdesk: HelpdeskWorld) -> None:
     chat = ChatEnv(helpdesk, max_steps=2)
     chat.reset(seed=3)
     replies = chat.step(_assistant(*[_call(i, "get_policy", "{}") for i in range(4)]))
-    assert len(replies) == 2 and chat.done and chat.verdict().score == 0.0
-    with pytest.raises(MirrorworldError):
-        chat.step(_assistant(_call(9, "get_policy", "{}")))
+    assert len(replies) == 4 and chat.done and chat.verdict().score == 0.0
+    assert [json.loads(r["content"]).get("error", {}).get("code") for r in replies[2:]] == ["episode_over"] * 2
+    (late,) = chat.step(_assistant(_call(9, "get_policy", "{}")))
+    assert json.loads(late["content"])["error"]["code"] == "episode_over"
+    assert chat.episode is not None and chat.episode.session.steps == 2
     chat.close()
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from mirrorworld import make_world
 from mirrorworld.agents.openai import OpenAIAgent
 from mirrorworld.core.task import ToolCall
 from mirrorworld.run.multiagent import run_team_episode
@@ -29,9 +30,9 @@ from mirrorworld.sim import (
 )
 from mirrorworld.sim.llm import LLMCustomer
 from mirrorworld.sim.measure import classify, measure_simulator
-from mirrorworld.worlds.helpdesk_team import ROLE_TOOLS, team_world
+from mirrorworld.worlds.helpdesk_team import ROLE_TOOLS
 
-WORLD = team_world()
+WORLD = make_world("helpdesk_team")
 FAMILIES = [f.name for f in WORLD.families]
 
 

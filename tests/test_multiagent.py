@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mirrorworld import make_world
 from mirrorworld.errors import MirrorworldError, RegistryError
 from mirrorworld.run import RunFile
 from mirrorworld.run.multiagent import (
@@ -24,9 +25,8 @@ from mirrorworld.run.multiagent import (
     summarize_team,
 )
 from mirrorworld.sim import RoleContext, TeamEpisode
-from mirrorworld.worlds.helpdesk_team import team_world
 
-WORLD = team_world()
+WORLD = make_world("helpdesk_team")
 FAMILIES = [f.name for f in WORLD.families]
 
 

@@ -8,16 +8,17 @@ from typing import Any
 
 import pytest
 
+from mirrorworld import make_world
 from mirrorworld.audit import audit_verifiers
 from mirrorworld.core.session import Session
 from mirrorworld.core.task import Task
 from mirrorworld.testing import check_world
 from mirrorworld.verify import verify
 from mirrorworld.worlds.helpdesk import HelpdeskWorld
-from mirrorworld.worlds.helpdesk_team import ROLE_TOOLS, ROLES, HelpdeskTeamWorld, team_world
+from mirrorworld.worlds.helpdesk_team import ROLE_TOOLS, ROLES, HelpdeskTeamWorld
 from mirrorworld.worlds.helpdesk_team.tools import verification_code
 
-WORLD = team_world()
+WORLD = make_world("helpdesk_team")
 FAMILIES = [f.name for f in WORLD.families]
 
 

@@ -22,6 +22,7 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
+from mirrorworld import make_world
 from mirrorworld.core.session import Session
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import Task, TaskFamily, ToolCall
@@ -33,10 +34,10 @@ from mirrorworld.envs.pettingzoo import (
 )
 from mirrorworld.run.multiagent import GOLD_TEAM, make_policies
 from mirrorworld.sim import RoleContext, RolePolicy, ScriptedCustomer
-from mirrorworld.worlds.helpdesk_team import HelpdeskTeamWorld, team_world
+from mirrorworld.worlds.helpdesk_team import HelpdeskTeamWorld
 from mirrorworld.worlds.helpdesk_team.tasks import TeamFamily
 
-WORLD = team_world()
+WORLD = make_world("helpdesk_team")
 FAMILIES = [f.name for f in WORLD.families]
 
 

@@ -21,7 +21,6 @@ httpx = pytest.importorskip("httpx")
 ws_sync = pytest.importorskip("websockets.sync.client")
 
 from mirrorworld import make_world  # noqa: E402
-from mirrorworld.envs.episode import pick_task  # noqa: E402
 from mirrorworld.errors import MirrorworldError  # noqa: E402
 from mirrorworld.server import BackgroundServer, ServerConfig, SessionManager  # noqa: E402
 from mirrorworld.server.config import is_loopback  # noqa: E402
@@ -134,7 +133,7 @@ def test_task_selection_matches_the_local_environments(
     assert r.status_code == 201, r.text
     if task_id is None:  # the index-th task of the split, as MirrorEnv.reset(seed=index) picks it
         families = tuple(spec["families"]) if "families" in spec else None
-        task_id = pick_task(world, spec["split"], spec.get("index", spec.get("seed")), families).id
+        task_id = world.task_for(spec["split"], spec.get("index", spec.get("seed")), families).id
     assert r.json()["task_id"] == task_id
 
 

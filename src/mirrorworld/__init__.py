@@ -7,11 +7,15 @@ Gymnasium environment registered on import; grade episodes with
 :func:`grade`.
 """
 
+from mirrorworld.core.registry import Registry, WorldSpec, default
+from mirrorworld.core.seats import Seated
 from mirrorworld.core.session import Event, Session, ToolResult
-from mirrorworld.core.task import Check, Fact, Task, TaskFamily, ToolCall
+from mirrorworld.core.task import Check, Fact, Task, TaskFamily, TaskRef, ToolCall
 from mirrorworld.core.tools import ToolSpec, tool
 from mirrorworld.core.world import Rule, World
+from mirrorworld.episodes import Episode, EpisodeOptions, StepOutcome, TeamEpisode
 from mirrorworld.errors import (
+    Failure,
     MirrorworldError,
     RegistryError,
     TaskError,
@@ -19,7 +23,6 @@ from mirrorworld.errors import (
     VerifierError,
     WorldError,
 )
-from mirrorworld.core.registry import Registry, default
 from mirrorworld.verify import Verdict, Verifier
 from mirrorworld.verify import verify as grade
 
@@ -27,16 +30,23 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Check",
+    "Episode",
+    "EpisodeOptions",
     "Event",
     "Fact",
+    "Failure",
     "MirrorworldError",
     "Registry",
     "RegistryError",
     "Rule",
+    "Seated",
     "Session",
+    "StepOutcome",
     "Task",
     "TaskError",
     "TaskFamily",
+    "TaskRef",
+    "TeamEpisode",
     "ToolCall",
     "ToolError",
     "ToolResult",
@@ -46,6 +56,7 @@ __all__ = [
     "VerifierError",
     "World",
     "WorldError",
+    "WorldSpec",
     "__version__",
     "grade",
     "make_world",
@@ -54,7 +65,7 @@ __all__ = [
 
 
 def make_world(name: str, *, scale: float = 1.0, data_seed: int = 0) -> World:
-    """The registered world ``name`` (built once per process and shared)."""
+    """The installed world ``name`` (built once per process and shared; see :data:`mirrorworld.core.registry.default`)."""
     return default.get(name, scale=scale, data_seed=data_seed)
 
 

@@ -51,7 +51,6 @@ from mirrorworld.core.session import Session
 from mirrorworld.core.store import POOL_SIZE
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
-from mirrorworld.envs.episode import pick_task
 from mirrorworld.envs.gymnasium import MirrorEnv
 from mirrorworld.core.registry import default
 from mirrorworld.verify.verifier import Verifier
@@ -326,7 +325,7 @@ def _customers(world: World) -> int:
 
 
 def _prepare(world: World, index: int) -> _Case:
-    task = pick_task(world, "train", index, None)
+    task = world.task_for("train", index, None)
     with world.session(task) as s:
         for call in task.gold:
             result = s.call(call.tool, call.args)
@@ -530,7 +529,7 @@ def run_bench(world: str = "helpdesk", *, quick: bool = False, progress: bool = 
                 base_grade_once(i, b_verify_ns)
 
         with bar.phase("verify (cold gold)"):
-            cold_tasks = [pick_task(w, "train", k + j, None) for j in range(plan.cold)]
+            cold_tasks = [w.task_for("train", k + j, None) for j in range(plan.cold)]
             cold_ns: list[int] = []
             gold_ns: list[int] = []
             for t in cold_tasks:
@@ -542,7 +541,7 @@ def run_bench(world: str = "helpdesk", *, quick: bool = False, progress: bool = 
                 if not verdict.passed:
                     raise RuntimeError(f"gold solution of {t.id} fails verification")
             for j in range(plan.cold):  # the gold outcome alone, on another set of fresh tasks
-                t = pick_task(w, "train", k + plan.cold + j, None)
+                t = w.task_for("train", k + plan.cold + j, None)
                 t0 = time.perf_counter_ns()
                 w.gold(t)
                 gold_ns.append(time.perf_counter_ns() - t0)

@@ -84,7 +84,12 @@ class RemoteMirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
-        spec: dict[str, Any] = {"split": self.split, "families": self.families, "max_steps": self.max_steps}
+        spec: dict[str, Any] = {
+            "split": self.split,
+            "families": self.families,
+            "max_steps": self.max_steps,
+            "reward": self.reward_mode,
+        }
         if "task_id" in options:
             spec["task_id"] = str(options["task_id"])
         else:
@@ -103,17 +108,13 @@ class RemoteMirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             raise MirrorworldError("call reset() before step()")
         name, args = decode_action(action, self.tool_names)
         r: StepResult = self.session.step(name, args)
-        obs = self._observe(_clip(r.content), r.view, r.records, r.step, r.terminated)
-        if self.reward_mode == "shaped":
-            reward = r.reward
-        else:
-            reward = float(r.verdict["score"]) if r.verdict is not None else 0.0
+        obs = self._observe(_clip(r.content), r.view, r.records, r.step, r.done)
         info: dict[str, Any] = {"tool": name, "ok": r.ok}
         if not r.ok:
             info["error"] = r.error
         if r.verdict is not None:
             info["verdict"] = r.verdict
-        return obs, float(reward), r.terminated, r.truncated, info
+        return obs, float(r.reward), r.terminated, r.truncated, info
 
     def state_hash(self) -> str:
         """The canonical hash of the current episode's state (computed by the server)."""
@@ -134,13 +135,13 @@ class RemoteMirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         if self._owns_client:
             self.client.close()
 
-    def _observe(self, last_result: str, view: str, records: str, step: int, terminated: bool) -> dict[str, Any]:
+    def _observe(self, last_result: str, view: str, records: str, step: int, over: bool) -> dict[str, Any]:
         obs = {
             "instruction": self._instruction,
             "view": _ascii(view),
             "records": records,
             "last_result": last_result,
-            "tool_mask": (self._none if terminated else self._all).copy(),
+            "tool_mask": (self._none if over else self._all).copy(),
             "step": np.array(min(step, self.max_steps), dtype=np.int64),
         }
         self._obs = obs

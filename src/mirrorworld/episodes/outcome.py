@@ -82,12 +82,10 @@ class StepOutcome:
         return self.result.content()
 
     def info(self) -> dict[str, Any]:
-        """The step's facts as plain data (``tool``, ``ok``, ``error``, ``verdict``, ``episode_over``)."""
+        """The step's facts as plain data: ``tool``, ``ok``, ``error`` (when refused), ``verdict`` (on the ending step)."""
         out: dict[str, Any] = {"tool": self.tool, "ok": self.result.ok}
         if not self.result.ok:
             out["error"] = self.result.error
         if self.verdict is not None:
             out["verdict"] = self.verdict.to_dict()
-        if self.after_end:
-            out["episode_over"] = True
         return out

@@ -32,9 +32,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from mirrorworld.core.seats import seats_of
 from mirrorworld.core.task import Task, ToolCall
+from mirrorworld.core.world import World
 from mirrorworld.episodes.team import Action, RoleObservation
-from mirrorworld.worlds.helpdesk_team.world import HelpdeskTeamWorld
 
 __all__ = [
     "CLAIM",
@@ -76,7 +77,8 @@ def extract(fact: str, text: str | None) -> Any:
 class RoleContext:
     """What a policy is told when an episode starts. ``task`` is privileged (see the module docstring)."""
 
-    world: HelpdeskTeamWorld
+    world: World
+    """A world with seats (:class:`~mirrorworld.core.seats.Seated`)."""
     task: Task
     role: str
     seed: int
