@@ -225,8 +225,11 @@ def _spec(
     split: Split,
     families: list[str] | tuple[str, ...] | None,
     max_steps: int,
+    reward: Literal["shaped", "sparse"] = "shaped",
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"split": split, "max_steps": max_steps}
+    if reward != "shaped":
+        spec["reward"] = reward
     if world is not None:
         spec["world"] = world
     for key, value in (("task_id", task_id), ("family", family), ("seed", seed), ("index", index)):
@@ -391,9 +394,10 @@ class Client(_Endpoint):
         split: Split = "train",
         families: list[str] | tuple[str, ...] | None = None,
         max_steps: int = 30,
+        reward: Literal["shaped", "sparse"] = "shaped",
     ) -> RemoteSession:
         """A new session: ``task_id``, or ``family`` + ``seed``, or the ``index``-th task of ``split``."""
-        body = _spec(world, task_id, family, seed, index, split, families, max_steps)
+        body = _spec(world, task_id, family, seed, index, split, families, max_steps, reward)
         return RemoteSession(self, SessionInfo.from_dict(self.request("create", None, body)))
 
     def session(self, session_id: str) -> RemoteSession:
@@ -435,9 +439,10 @@ class RemoteSession:
         split: Split = "train",
         families: list[str] | tuple[str, ...] | None = None,
         max_steps: int = 30,
+        reward: Literal["shaped", "sparse"] = "shaped",
     ) -> SessionInfo:
         """Start a new episode in this session."""
-        body = _spec(None, task_id, family, seed, index, split, families, max_steps)
+        body = _spec(None, task_id, family, seed, index, split, families, max_steps, reward)
         self.info = SessionInfo.from_dict(self.client.request("reset", self.id, body))
         return self.info
 
@@ -578,8 +583,9 @@ class AsyncClient(_Endpoint):
         split: Split = "train",
         families: list[str] | tuple[str, ...] | None = None,
         max_steps: int = 30,
+        reward: Literal["shaped", "sparse"] = "shaped",
     ) -> AsyncRemoteSession:
-        body = _spec(world, task_id, family, seed, index, split, families, max_steps)
+        body = _spec(world, task_id, family, seed, index, split, families, max_steps, reward)
         return AsyncRemoteSession(self, SessionInfo.from_dict(await self.request("create", None, body)))
 
     async def session(self, session_id: str) -> AsyncRemoteSession:
@@ -624,8 +630,9 @@ class AsyncRemoteSession:
         split: Split = "train",
         families: list[str] | tuple[str, ...] | None = None,
         max_steps: int = 30,
+        reward: Literal["shaped", "sparse"] = "shaped",
     ) -> SessionInfo:
-        body = _spec(None, task_id, family, seed, index, split, families, max_steps)
+        body = _spec(None, task_id, family, seed, index, split, families, max_steps, reward)
         self.info = SessionInfo.from_dict(await self.client.request("reset", self.id, body))
         return self.info
 

@@ -50,7 +50,7 @@ from mirrorworld.sim.policies import (
     RubberStampSupervisor,
 )
 from mirrorworld.episodes.team import TeamEpisode
-from mirrorworld.worlds.helpdesk_team import CUSTOMER, ROLES, SUPERVISOR, TIER1, TIER2, HelpdeskTeamWorld, team_world
+from mirrorworld.worlds.helpdesk_team import CUSTOMER, ROLES, SUPERVISOR, TIER1, TIER2, HelpdeskTeamWorld
 
 __all__ = [
     "GOLD_TEAM",
@@ -324,7 +324,9 @@ def run_multi_agent(args: argparse.Namespace) -> int:
     name = getattr(args, "world", "helpdesk_team")
     if name not in ("helpdesk", "helpdesk_team"):
         raise MirrorworldError(f"--multi-agent runs the helpdesk_team world, not {name!r}")
-    world = team_world(scale=float(getattr(args, "scale", 1.0)))
+    from mirrorworld.core.registry import default
+
+    world: Any = default.get("helpdesk_team", scale=float(getattr(args, "scale", 1.0)))
     fam_arg = getattr(args, "families", None)
     families = [f.strip() for f in fam_arg.split(",") if f.strip()] if fam_arg else None
     for f in families or ():
