@@ -5,21 +5,29 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 
 import mirrorworld
 
 EXPORTED = {
     "Check",
+    "Episode",
+    "EpisodeOptions",
     "Event",
     "Fact",
+    "Failure",
     "MirrorworldError",
     "Registry",
     "RegistryError",
     "Rule",
+    "Seated",
     "Session",
+    "StepOutcome",
     "Task",
     "TaskError",
     "TaskFamily",
+    "TaskRef",
+    "TeamEpisode",
     "ToolCall",
     "ToolError",
     "ToolResult",
@@ -29,17 +37,33 @@ EXPORTED = {
     "VerifierError",
     "World",
     "WorldError",
+    "WorldSpec",
     "__version__",
     "grade",
     "make_world",
     "tool",
 }
 
+PUBLIC_DUNDERS = {"__version__"}
+"""Names starting with an underscore that are part of the API all the same."""
+
 
 def test_exported_names_are_pinned() -> None:
     assert set(mirrorworld.__all__) == EXPORTED
+    assert len(mirrorworld.__all__) == len(EXPORTED)
     for name in EXPORTED:
         assert hasattr(mirrorworld, name), name
+
+
+def test_all_is_exactly_the_public_members() -> None:
+    """Nothing leaks into the package namespace, and nothing in ``__all__`` is missing from it."""
+    public = {
+        name
+        for name, value in vars(mirrorworld).items()
+        if (not name.startswith("_") or name in PUBLIC_DUNDERS) and not isinstance(value, types.ModuleType)
+    }
+    assert public == set(mirrorworld.__all__)
+    assert mirrorworld.__all__ == sorted(mirrorworld.__all__)
 
 
 def test_import_stays_light() -> None:

@@ -14,11 +14,11 @@ import pytest
 
 import mirrorworld as mw
 from conftest import BumpFamily, TinyWorld, get_counter, respond, set_counter
+from mirrorworld.core.registry import default
 from mirrorworld.core.session import ToolContext
 from mirrorworld.core.task import Fact, Task, TaskFamily, ToolCall
 from mirrorworld.core.tools import Param, ToolSpec, tool
 from mirrorworld.errors import ToolError
-from mirrorworld.core.registry import default
 from mirrorworld.testing import CLAIM_SUCCESS, check_world
 
 # -- the checker accepts good worlds ------------------------------------------------

@@ -20,7 +20,6 @@ from mirrorworld.core.task import ToolCall
 from mirrorworld.run.multiagent import run_team_episode
 from mirrorworld.sim import (
     CustomerProfile,
-    DiligentSupervisor,
     GoldStaff,
     IdlePolicy,
     RoleContext,
@@ -31,6 +30,7 @@ from mirrorworld.sim import (
 from mirrorworld.sim.llm import LLMCustomer
 from mirrorworld.sim.measure import classify, measure_simulator
 from mirrorworld.worlds.helpdesk_team import ROLE_TOOLS
+from mirrorworld.worlds.helpdesk_team.policies import DiligentSupervisor
 
 WORLD = make_world("helpdesk_team")
 FAMILIES = [f.name for f in WORLD.families]

@@ -31,7 +31,7 @@ FAMILIES = [f.name for f in WORLD.families]
 
 
 def test_the_gold_team_passes_every_family() -> None:
-    records = run_team_episodes(WORLD, make_policies(GOLD_TEAM), episodes=40, split="test")
+    records = run_team_episodes(WORLD, make_policies(WORLD, GOLD_TEAM), episodes=40, split="test")
     assert {r.family for r in records} == set(FAMILIES)
     failed = [(r.task_id, r.verdict["evidence"]) for r in records if not r.passed]
     assert failed == []
@@ -47,7 +47,7 @@ def test_the_gold_team_passes_every_family() -> None:
 
 
 def test_the_gold_team_passes_on_the_train_split_too() -> None:
-    records = run_team_episodes(WORLD, make_policies(GOLD_TEAM), episodes=24, split="train")
+    records = run_team_episodes(WORLD, make_policies(WORLD, GOLD_TEAM), episodes=24, split="train")
     assert all(r.passed for r in records), [r.task_id for r in records if not r.passed]
 
 
@@ -62,34 +62,34 @@ def test_the_gold_team_passes_on_the_train_split_too() -> None:
     ids=["all-idle", "idle-staff", "refuse", "claim"],
 )
 def test_null_teams_score_zero(names: dict[str, str]) -> None:
-    records = run_team_episodes(WORLD, make_policies(names), episodes=8, split="test", max_cycles=25)
+    records = run_team_episodes(WORLD, make_policies(WORLD, names), episodes=8, split="test", max_cycles=25)
     assert [r.score for r in records] == [0.0] * 8
     assert all(v == 0.0 for r in records for v in r.returns.values())
 
 
 def test_a_supervisor_who_approves_a_policy_breaking_refund_is_penalised() -> None:
     task = WORLD.task("team_refund_approval", 4)
-    stamp = run_team_episode(WORLD, task, make_policies({"tier1": "overreaching", "supervisor": "rubber-stamp"}))
+    stamp = run_team_episode(WORLD, task, make_policies(WORLD, {"tier1": "overreaching", "supervisor": "rubber-stamp"}))
     assert not stamp.passed
     assert stamp.role_terms == {"customer": 0.0, "tier1": 0.0, "supervisor": -1.0}
     assert stamp.returns == {"customer": 0.0, "tier1": 0.0, "supervisor": -1.0}
     assert stamp.violations == {"supervisor": [stamp.violations["supervisor"][0]]}
     assert "approval_policy" in stamp.violations["supervisor"][0]
-    careful = run_team_episode(WORLD, task, make_policies({"tier1": "overreaching", "supervisor": "diligent"}))
+    careful = run_team_episode(WORLD, task, make_policies(WORLD, {"tier1": "overreaching", "supervisor": "diligent"}))
     assert careful.role_terms["supervisor"] == 0.0 and careful.returns["supervisor"] == 0.0
     harsh = run_team_episode(
-        WORLD, task, make_policies({"tier1": "overreaching", "supervisor": "rubber-stamp"}), penalty=2.5
+        WORLD, task, make_policies(WORLD, {"tier1": "overreaching", "supervisor": "rubber-stamp"}), penalty=2.5
     )
     assert harsh.returns["supervisor"] == -2.5
     # A rubber stamp on a request the policy allows costs nothing.
-    fine = run_team_episode(WORLD, task, make_policies({"supervisor": "rubber-stamp"}))
+    fine = run_team_episode(WORLD, task, make_policies(WORLD, {"supervisor": "rubber-stamp"}))
     assert fine.passed and fine.returns["supervisor"] == 1.0
 
 
 def test_shaped_and_sparse_returns_agree() -> None:
     task = WORLD.task("team_verify_identity", 6)
     ep = TeamEpisode(WORLD, task, reward="shaped")
-    policies = make_policies(GOLD_TEAM)
+    policies = make_policies(WORLD, GOLD_TEAM)
     for role in ep.roles:
         policies[role].reset(RoleContext(WORLD, task, role, task.seed))
     intermediate = []
@@ -104,7 +104,7 @@ def test_shaped_and_sparse_returns_agree() -> None:
     intermediate.append(ep.pop_rewards())
     assert any(0 < r["tier1"] < 1 for r in intermediate[:-2])  # shaping pays as checks come to hold
     assert sum(r["tier1"] for r in intermediate) == pytest.approx(1.0)
-    sparse = run_team_episode(WORLD, task, make_policies(GOLD_TEAM), reward="sparse")
+    sparse = run_team_episode(WORLD, task, make_policies(WORLD, GOLD_TEAM), reward="sparse")
     assert sparse.returns == pytest.approx(ep.returns)
     ep.close()
 
@@ -123,16 +123,19 @@ def test_the_episode_holds_every_role_to_its_seat() -> None:
         ep.act("tier2", "respond", {"message": "hi"})
     assert ep.act("tier1", "respond", {"message": "Bye."}) is not None
     assert ep.over and ep.verdict is not None and not ep.verdict.passed
-    with pytest.raises(MirrorworldError, match="over"):
-        ep.act("tier1", "respond", {"message": "again"})
+    events = len(ep.session.events)
+    after = ep.act("tier1", "respond", {"message": "again"})
+    assert after is not None and not after.ok and after.error is not None
+    assert after.error["code"] == "episode_over"
+    assert len(ep.session.events) == events  # nothing happens after the end
     ep.close()
 
 
 def test_unknown_policy_names_are_refused() -> None:
     with pytest.raises(RegistryError, match="no tier1 policy named 'genius'"):
-        make_policies({"tier1": "genius"})
+        make_policies(WORLD, {"tier1": "genius"})
     with pytest.raises(RegistryError, match="customer-base-url"):
-        make_policies({"customer": "llm"})
+        make_policies(WORLD, {"customer": "llm"})
 
 
 # -- the command line ---------------------------------------------------------------------------

@@ -175,9 +175,9 @@ def _compare(reference: list[Row], other: list[Row], name: str) -> None:
         for field in ("reward", "terminated", "truncated", "score"):
             theirs = getattr(b, field)
             if theirs is not None or field == "score":
-                assert getattr(a, field) == pytest.approx(theirs) if field == "reward" else getattr(a, field) == theirs, (
-                    f"{where}: {field}"
-                )
+                assert (
+                    getattr(a, field) == pytest.approx(theirs) if field == "reward" else getattr(a, field) == theirs
+                ), f"{where}: {field}"
 
 
 def _check_the_end(rows: list[Row]) -> None:
@@ -275,7 +275,14 @@ def aec_driver(task_id: str, max_steps: int, calls: list[tuple[str, ToolCall]]) 
         score = info["verdict"]["score"] if "verdict" in info else None
         content = decode_text(env.observe(role)["observation"]["last_result"])
         rows.append(
-            Row(content, env.rewards[role], env.terminations[role], env.truncations[role], score, ep.session.state_hash())
+            Row(
+                content,
+                env.rewards[role],
+                env.terminations[role],
+                env.truncations[role],
+                score,
+                ep.session.state_hash(),
+            )
         )
     env.close()
     return rows

@@ -65,7 +65,7 @@ def play_aec(
 ) -> tuple[Any, dict[str, float]]:
     """Play ``task`` through the AEC env with policies reading decoded observations; return (env, returns)."""
     env = helpdesk_v0.env(world=world, max_cycles=max_cycles)
-    policies = make_policies({**GOLD_TEAM, **(names or {})})
+    policies = make_policies(world, {**GOLD_TEAM, **(names or {})})
     env.reset(options={"task": task})
     _reset(policies, world, task)
     returns = dict.fromkeys(env.agents, 0.0)
@@ -84,7 +84,7 @@ def play_aec(
 
 def play_parallel(task: Task, names: dict[str, str] | None = None, max_cycles: int = 40) -> tuple[Any, dict[str, Any]]:
     par = helpdesk_v0.parallel_env(max_cycles=max_cycles)
-    policies = make_policies({**GOLD_TEAM, **(names or {})})
+    policies = make_policies(WORLD, {**GOLD_TEAM, **(names or {})})
     obs, _ = par.reset(options={"task": task})
     _reset(policies, WORLD, task)
     returns = dict.fromkeys(par.agents, 0.0)
@@ -133,7 +133,7 @@ def test_a_simulated_customer_inside_the_env() -> None:
     par = helpdesk_v0.parallel_env(customer=ScriptedCustomer())
     obs, _ = par.reset(options={"task": task})
     assert set(obs) == {"tier1", "supervisor"}
-    staff = make_policies(GOLD_TEAM)
+    staff = make_policies(WORLD, GOLD_TEAM)
     _reset({r: staff[r] for r in ("tier1", "supervisor")}, WORLD, task)
     total = dict.fromkeys(par.agents, 0.0)
     while par.agents:

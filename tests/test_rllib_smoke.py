@@ -62,7 +62,7 @@ def test_the_gold_staff_pass_through_rllib() -> None:
 
     par = helpdesk_v0.parallel_env(families=FAMILIES, customer=ScriptedCustomer())
     env = parallel_pettingzoo_env(par)
-    policies = make_policies(GOLD_TEAM)
+    policies = make_policies(par.world, GOLD_TEAM)
     returns = {"tier1": 0.0, "supervisor": 0.0}
     obs, _ = env.reset(seed=5)
     task = par.episode.task

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mirrorworld.audit import audit_verifiers
+from mirrorworld.core.registry import Registry
 from mirrorworld.envs.chat import ChatEnv
 from mirrorworld.envs.gymnasium import MirrorEnv
-from mirrorworld.core.registry import Registry
 from mirrorworld.testing import check_world
 from mirrorworld.worlds.sales import SalesWorld
 from mirrorworld.worlds.sales.rules import CENT, TAX_RATE, amounts, money, price_text, unit_price

@@ -7,7 +7,7 @@ Gymnasium environment registered on import; grade episodes with
 :func:`grade`.
 """
 
-from mirrorworld.core.registry import Registry, WorldSpec, default
+from mirrorworld.core.registry import Registry, WorldSpec
 from mirrorworld.core.seats import Seated
 from mirrorworld.core.session import Event, Session, ToolResult
 from mirrorworld.core.task import Check, Fact, Task, TaskFamily, TaskRef, ToolCall
@@ -65,11 +65,14 @@ __all__ = [
 
 
 def make_world(name: str, *, scale: float = 1.0, data_seed: int = 0) -> World:
-    """The installed world ``name`` (built once per process and shared; see :data:`mirrorworld.core.registry.default`)."""
+    """The installed world ``name``, built once per process and shared (:data:`mirrorworld.core.registry.default`)."""
+    from mirrorworld.core.registry import default
+
     return default.get(name, scale=scale, data_seed=data_seed)
 
 
 def _register_gymnasium() -> None:
+    from mirrorworld.core.registry import default
     from mirrorworld.envs.registration import register_envs
 
     register_envs(default)

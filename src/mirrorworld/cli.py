@@ -17,10 +17,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.progress import progress_bar, wants_progress
 
-__all__ = ["main"]
+__all__ = ["main", "world_option"]
+
+PREFERRED_WORLD = "helpdesk"
+"""The world a command uses when none is named, if the registry has it (else its first world)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,13 +32,44 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"mirrorworld: error: {message} (see --help)\n")
 
 
-def _parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+def world_option(
+    parser: argparse.ArgumentParser,
+    registry: Registry | None = None,
+    *,
+    preferred: str | None = PREFERRED_WORLD,
+    repeat: bool = False,
+    what: str = "the world",
+) -> None:
+    """Add ``--world`` to ``parser``, its help listing every world of ``registry``.
+
+    The value is checked when the command looks the world up (an unknown name is
+    a one-line error naming the known worlds), so a world is any name or
+    versioned id the registry knows. ``preferred`` is the default when the
+    registry has it, else the registry's first world; None leaves no default.
+    ``repeat`` makes the option repeatable (a list, default None).
+    """
+    registry = registry or default
+    try:
+        names = registry.names()
+        known = ", ".join(names) or "none installed"
+    except MirrorworldError as err:
+        names, known = [], f"the registry cannot list them: {err}"
+    if repeat:
+        parser.add_argument("--world", action="append", default=None, help=f"{what} (repeatable; one of: {known})")
+        return
+    fallback = preferred if preferred is None or preferred in names or not names else names[0]
+    shown = "" if fallback is None else " (default: %(default)s)"
+    parser.add_argument("--world", default=fallback, help=f"{what}, one of: {known}{shown}")
+
+
+def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+    registry = registry or default
     handlers: dict[str, Any] = dict(COMMANDS)
     p = _Parser(prog="mirrorworld", description="Mirror worlds for training and evaluating tool-using agents.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="run an agent over tasks, grade and record every episode")
-    r.add_argument("--world", default="helpdesk")
+    world_option(r, registry)
     r.add_argument("--agent", default="oracle", help="noop, refuse, claim, random, oracle, replay or openai")
     r.add_argument("--episodes", type=int, default=20, help="number of tasks")
     r.add_argument("--trials", type=int, default=1, help="runs per task (for pass^k)")
@@ -60,23 +95,23 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     s.add_argument("--json", action="store_true")
 
     t = sub.add_parser("tasks", help="list a world's task families with a sample task")
-    t.add_argument("--world", default="helpdesk")
+    world_option(t, registry)
     t.add_argument("--split", choices=("train", "test"), default="test")
     t.add_argument("--json", action="store_true")
 
     o = sub.add_parser("tools", help="list a world's tools")
-    o.add_argument("--world", default="helpdesk")
+    world_option(o, registry)
     o.add_argument("--format", choices=("table", "openai", "markdown"), default="table")
 
     sub.add_parser("worlds", help="list the registered worlds")
 
     from mirrorworld.audit.cli import register as register_audit
 
-    handlers.update(register_audit(sub))
+    handlers.update(register_audit(sub, registry))
 
     from mirrorworld.server import cli as server_cli
 
-    server_cli.register(sub)
+    server_cli.register(sub, registry)
     handlers.update(server_cli.COMMANDS)
 
     from mirrorworld.review.cli import register as register_review
@@ -85,10 +120,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
 
     from mirrorworld.fidelity.cli import register as register_fidelity
 
-    handlers.update(register_fidelity(sub))
+    handlers.update(register_fidelity(sub, registry))
 
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
-    b.add_argument("--world", default="helpdesk")
+    world_option(b, registry)
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="a few seconds instead of a minute")
     b.add_argument("--server", action="store_true", help="benchmark the session server (loopback, bounded)")
@@ -101,10 +136,15 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def _world(name: str, scale: float = 1.0) -> Any:
-    from mirrorworld.core.registry import default
+def _registry(args: argparse.Namespace) -> Registry:
+    """The registry ``main`` put on the parsed arguments (the installed worlds when none is there)."""
+    registry: Registry | None = getattr(args, "registry", None)
+    return registry or default
 
-    return default.get(name, scale=scale)
+
+def _world(args: argparse.Namespace, scale: float = 1.0) -> Any:
+    """The world ``--world`` names, from the command's registry."""
+    return _registry(args).get(args.world, scale=scale)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -117,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.episodes < 1 or args.trials < 1 or args.max_steps < 1:
         raise MirrorworldError("--episodes, --trials and --max-steps must be at least 1")
-    world = _world(args.world, args.scale)
+    world = _world(args, args.scale)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     for f in families or ():
         world.family(f)
@@ -169,23 +209,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inert(value: Any, limit: int = 2000) -> str:
+    """Untrusted text for the terminal: markup escaped, control characters shown as escapes, bounded."""
+    from rich.markup import escape
+
+    text = str(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return escape("".join(c if c.isprintable() or c in "\n\t" else ascii(c)[1:-1] for c in text))
+
+
 def _print_summary(summary: dict[str, Any], title: str) -> None:
+    """The summary table; errored episodes are counted per boundary, outside the rates."""
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=_inert(title, 200))
     table.add_column("family", no_wrap=True)
     for col in ("episodes", "pass rate", "pass^k", "reward", "steps", "errors"):
         table.add_column(col, justify="right")
 
     def row(name: str, b: dict[str, Any], style: str | None = None) -> None:
         table.add_row(
-            name,
-            str(b["episodes"]),
+            _inert(name, 200),
+            str(int(b["episodes"])),
             f"{b['pass_rate']:.1%}",
             f"{b['pass_hat_k']:.1%}",
             f"{b['mean_reward']:.3f}",
             f"{b['mean_steps']:.1f}",
-            str(b["errors"]),
+            _errors(b),
             style=style,
         )
 
@@ -194,18 +245,37 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     row("all", summary, style="bold")
     con = _console()
     con.print(table)
-    gates = ", ".join(f"{g} {n}" for g, n in summary["gate_failures"].items())
+    gates = ", ".join(f"{_inert(g, 100)} {int(n)}" for g, n in summary["gate_failures"].items())
     con.print(f"verifier gate failures: {gates}")
+    if int(summary.get("errors", 0)):
+        con.print(f"errored episodes (not graded, outside the rates): {_errors(summary, counts=False)}")
     if "episodes_per_s" in summary:
         con.print(f"{summary['episodes']} episodes in {summary['seconds']:.2f} s ({summary['episodes_per_s']} /s)")
 
 
+def _errors(block: dict[str, Any], *, counts: bool = True) -> str:
+    """``3 (world 2, verifier 1)``: errored episodes, per boundary (older summaries have the total only)."""
+    total = int(block.get("errors", 0))
+    by = block.get("errors_by_boundary") or {}
+    parts = ", ".join(f"{_inert(b, 40)} {int(n)}" for b, n in by.items())
+    if not counts:
+        return parts or str(total)
+    return f"{total} ({parts})" if total and parts else str(total)
+
+
+def _failure_text(failure: Any) -> str:
+    return f"{failure.boundary}: {_inert(failure.message, 80)}" if failure is not None else ""
+
+
 def cmd_show(args: argparse.Namespace) -> int:
+    """A run (its summary and one row per episode) or one episode; a malformed run file is one error line."""
+    from mirrorworld.errors import RunFileError
     from mirrorworld.run import RunFile
 
     with RunFile.open(args.run) as run:
         if args.episode is None:
             meta = run.meta
+            records = list(run.episodes())
             eps = [
                 {
                     "index": e.index,
@@ -215,27 +285,33 @@ def cmd_show(args: argparse.Namespace) -> int:
                     "reward": e.reward,
                     "steps": e.steps,
                     "error": e.error,
+                    "failure": None if e.failure is None else e.failure.to_dict(),
                 }
-                for e in run.episodes()
+                for e in records
             ]
             if args.json:
                 print(json.dumps({"meta": meta, "episodes": eps}, indent=2))
                 return 0
-            if "summary" in meta:
-                _print_summary(meta["summary"], title=f"{meta['agent']} on {meta['world']} ({meta['split']} split)")
+            if isinstance(meta.get("summary"), dict):
+                title = f"{meta.get('agent')} on {meta.get('world')} ({meta.get('split')} split)"
+                try:
+                    _print_summary(meta["summary"], title=title)
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    raise RunFileError(f"{args.run}: its stored summary is malformed") from None
             from rich.table import Table
 
-            table = Table(title=str(args.run))
-            for col in ("#", "task", "trial", "passed", "reward", "steps"):
+            table = Table(title=_inert(args.run, 300))
+            for col in ("#", "task", "trial", "passed", "reward", "steps", "error"):
                 table.add_column(col)
-            for e in eps:
+            for e in records:
                 table.add_row(
-                    str(e["index"]),
-                    str(e["task"]),
-                    str(e["trial"]),
-                    "yes" if e["passed"] else "no",
-                    f"{e['reward']:.2f}",
-                    str(e["steps"]),
+                    str(e.index),
+                    _inert(e.task_id, 200),
+                    str(e.trial),
+                    "errored" if e.errored else "yes" if e.passed else "no",
+                    f"{e.reward:.2f}",
+                    str(e.steps),
+                    _failure_text(e.failure),
                 )
             _console().print(table)
             return 0
@@ -245,39 +321,46 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         print(json.dumps(asdict(ep), indent=2, default=str))
         return 0
+    verdict = ep.graded
     con = _console()
+    status = "[yellow]ERRORED" if ep.errored else "[green]PASSED" if ep.passed else "[red]FAILED"
     con.print(
-        f"[bold]episode {ep.index}[/bold]  task {ep.task_id}  agent {ep.agent}  "
-        f"{'[green]PASSED' if ep.passed else '[red]FAILED'}[/]  reward {ep.reward:.2f}  steps {ep.steps}"
+        f"[bold]episode {ep.index}[/bold]  task {_inert(ep.task_id, 200)}  agent {_inert(ep.agent, 200)}  "
+        f"{status}[/]  reward {ep.reward:.2f}  steps {ep.steps}"
     )
     for m in ep.messages:
         role = m.get("role")
         if role == "system":
             continue
-        if role == "assistant" and m.get("tool_calls"):
-            for c in m["tool_calls"]:
+        calls = m.get("tool_calls")
+        if role == "assistant" and calls:
+            for c in calls if isinstance(calls, list) else [calls]:
                 fn = c.get("function", {}) if isinstance(c, dict) else {}
-                con.print(f"[cyan]assistant → {fn.get('name')}[/cyan] {fn.get('arguments')}", markup=True)
+                fn = fn if isinstance(fn, dict) else {}
+                con.print(f"[cyan]assistant → {_inert(fn.get('name'), 200)}[/cyan] {_inert(fn.get('arguments'))}")
         elif role == "tool":
-            con.print(f"  [dim]tool:[/dim] {str(m.get('content'))[:400]}", markup=True)
+            con.print(f"  [dim]tool:[/dim] {_inert(m.get('content'), 400)}")
         else:
-            con.print(f"[bold]{role}:[/bold] {m.get('content')}")
-    con.print("[bold]verdict[/bold]")
-    for gate, result in ep.verdict["breakdown"].items():
-        if isinstance(result, dict) and "passed" in result:
-            mark = "[green]pass[/]" if result["passed"] else "[red]FAIL[/]"
-            con.print(f"  {gate}: {mark} {'; '.join(result.get('evidence', []))}")
-        else:
-            con.print(f"  {gate}: {result}")
-    if ep.error:
-        con.print(f"[red]error:[/red] {ep.error}")
+            con.print(f"[bold]{_inert(role, 40)}:[/bold] {_inert(m.get('content'))}")
+    if verdict is None:
+        con.print("[bold]verdict[/bold]  none: the episode was not graded")
+    else:
+        con.print("[bold]verdict[/bold]")
+        for gate, result in verdict.gates.items():
+            mark = "[green]pass[/]" if result.passed else "[red]FAIL[/]"
+            con.print(f"  {_inert(gate, 100)}: {mark} {_inert('; '.join(result.evidence))}")
+        for section in ("process", "guards"):
+            con.print(f"  {section}: {_inert(getattr(verdict, section))}")
+    if ep.failure is not None:
+        f = ep.failure
+        con.print(f"[red]errored at the {f.boundary} boundary[/red] ({_inert(f.kind, 200)}): {_inert(f.message)}")
     return 0
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     from mirrorworld.core.task import split_seed
 
-    world = _world(args.world)
+    world = _world(args)
     rows = []
     for fam in world.families:
         task = world.task(fam.name, split_seed(args.split, 0))
@@ -307,7 +390,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    world = _world(args.world)
+    world = _world(args)
     if args.format == "openai":
         print(json.dumps([t.openai_schema() for t in world.tools], indent=2))
         return 0
@@ -329,22 +412,23 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_worlds(args: argparse.Namespace) -> int:
-    from mirrorworld.core.registry import default
-
-    for name in default.names():
-        w = default.get(name)
+    registry = _registry(args)
+    for name in registry.names():
+        w = registry.get(name)
         print(f"{w.id}\t{len(w.tools)} tools\t{len(w.families)} task families\thash {w.content_hash}")
     return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.server:
-        from mirrorworld.server.cli import bench_server
+        from mirrorworld.bench.cli import bench_server
 
         return bench_server(json_output=args.json, quick=args.quick)
     from mirrorworld.bench import format_report, run_bench
 
-    report = run_bench(args.world, quick=args.quick, progress=not args.json or sys.stderr.isatty())
+    report = run_bench(
+        _registry(args).spec(args.world).name, quick=args.quick, progress=not args.json or sys.stderr.isatty()
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -362,9 +446,12 @@ COMMANDS = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser, handlers = _parser()
+def main(argv: Sequence[str] | None = None, *, registry: Registry | None = None) -> int:
+    """Run one command; it finds worlds in ``registry`` (by default the installed ones). Returns the exit code."""
+    registry = registry or default
+    parser, handlers = _parser(registry)
     args = parser.parse_args(argv)
+    args.registry = registry
     try:
         return int(handlers[args.command](args))
     except MirrorworldError as err:

@@ -35,10 +35,17 @@ not a :class:`MirrorworldError` escaping a tool is a world bug.
 Any other exception raised inside a tool (``sqlite3.Error``, ``KeyError``…) is a
 bug in the world: ``Session.call`` rolls the call back and re-raises it, and
 the episode layer re-raises it as a :class:`WorldError` chained to the cause.
+
+Where mirrorworld calls code it does not own (an agent, a world, a verifier), the
+call runs inside :func:`boundary`, which attributes whatever escapes to that
+boundary; the caller then records the failure once, as a :class:`Failure`
+(``Failure.of(err)``): a bad episode is data, not a crash.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -56,6 +63,7 @@ __all__ = [
     "ToolError",
     "VerifierError",
     "WorldError",
+    "boundary",
     "boundary_of",
 ]
 
@@ -175,3 +183,37 @@ class Failure:
         b = d.get("boundary")
         boundary: Boundary = b if b in BOUNDARIES else "infrastructure"
         return cls(boundary, str(d.get("kind", "unknown"))[:200], str(d.get("message", ""))[:2000])
+
+
+_RAISED_AT: dict[Boundary, type[MirrorworldError]] = {
+    "world": WorldError,
+    "verifier": VerifierError,
+    "infrastructure": AgentError,
+    "caller": MirrorworldError,
+}
+
+
+@contextmanager
+def boundary(crossed: Boundary, what: str = "") -> Iterator[None]:
+    """Run code behind the ``crossed`` boundary, attributing whatever escapes it to that boundary.
+
+    A :class:`MirrorworldError` passes through unchanged: it was attributed at a
+    more specific boundary first (an :class:`AgentError` an agent raised, the
+    :class:`WorldError` the episode layer raises for a crashed tool). Any other
+    exception is re-raised as the error of ``crossed`` (:class:`WorldError`,
+    :class:`VerifierError`, :class:`AgentError` for ``infrastructure``, or
+    :class:`MirrorworldError` for ``caller``), chained to it, its message
+    prefixed by ``what`` (the code that failed). ``KeyboardInterrupt`` and ``SystemExit`` are
+    not failures and propagate as they are. The ``agent`` boundary is not one a
+    block can cross: an agent's mistakes are refused tool calls, never exceptions.
+    """
+    error = _RAISED_AT.get(crossed)
+    if error is None:
+        raise ValueError(f"no boundary {crossed!r} to attribute failures to")
+    try:
+        yield
+    except MirrorworldError:
+        raise
+    except Exception as err:
+        prefix = f"{what}: " if what else ""
+        raise error(f"{prefix}{type(err).__name__}: {err}"[:2000]) from err

@@ -7,16 +7,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["register"]
 
 
-def register(sub: Any) -> dict[str, Any]:
-    """Add the audit commands to an argparse subparsers object; return their handlers."""
+def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
+    """Add the audit commands to an argparse subparsers object; return their handlers.
+
+    ``--world`` lists the worlds of ``registry``; the handlers look worlds up in
+    the registry ``mirrorworld.cli.main`` puts on the arguments.
+    """
+    from mirrorworld.cli import world_option
+
     a = sub.add_parser("audit-verifiers", help="prove a world's verifiers right: mutants, null agents, probes")
-    a.add_argument("--world", default="helpdesk")
+    world_option(a, registry)
     a.add_argument("--seeds", type=int, default=20, help="tasks per family (the full audit uses 200)")
     a.add_argument("--families", default=None, help="comma-separated task families (default: all)")
     a.add_argument("--json", action="store_true")
@@ -31,19 +38,24 @@ def register(sub: Any) -> dict[str, Any]:
     )
     r = sub.add_parser("audit-run", help="flag reward-hacking patterns in a recorded run (run file or OpenAI JSONL)")
     r.add_argument("run")
-    r.add_argument("--world", default=None, help="world of a JSONL file (run files name their own)")
+    world_option(r, registry, preferred=None, what="the world of a JSONL file (run files name their own)")
     r.add_argument("--json", action="store_true")
     return {"audit-verifiers": cmd_audit_verifiers, "audit-run": cmd_audit_run}
+
+
+def _registry(args: argparse.Namespace) -> Registry:
+    registry: Registry | None = getattr(args, "registry", None)
+    return registry or default
 
 
 def cmd_audit_verifiers(args: argparse.Namespace) -> int:
     from mirrorworld.audit.report import audit_html, print_audit
     from mirrorworld.audit.verifiers import audit_verifiers
-    from mirrorworld.core.registry import default
 
     if args.seeds < 1:
         raise MirrorworldError("--seeds must be at least 1")
-    world = default.get(args.world)
+    registry = _registry(args)
+    world = registry.get(args.world)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     with progress_bar(f"auditing {world.id}", None, enabled=wants_progress(json_output=args.json)) as update:
         report = audit_verifiers(
@@ -61,7 +73,7 @@ def cmd_audit_verifiers(args: argparse.Namespace) -> int:
 
         if not Path(regressions).exists():
             raise MirrorworldError(f"no regression cases at {regressions}")
-        data["regressions"] = check_cases([regressions])
+        data["regressions"] = check_cases([regressions], registry)
         if data["regressions"]["regressed"]:
             data["meets_bars"] = False
             data["failed_bars"].append(f"verifier regressions: {', '.join(data['regressions']['regressed'])}")
@@ -81,7 +93,6 @@ def cmd_audit_run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from mirrorworld.audit.runlog import audit_run
-    from mirrorworld.core.registry import default
 
     path = Path(args.run)
     name = args.world
@@ -91,8 +102,8 @@ def cmd_audit_run(args: argparse.Namespace) -> int:
         from mirrorworld.run.trajectories import RunFile
 
         with RunFile.open(path) as run:
-            name = str(run.meta.get("world", "")).removeprefix("mirrorworld/").split("-v")[0].lower()
-    result = audit_run(path, default.get(name))
+            name = str(run.meta.get("world", ""))
+    result = audit_run(path, _registry(args).get(name))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

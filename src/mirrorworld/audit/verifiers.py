@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import random
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from mirrorworld.audit.cases import Case, mutant_cases, null_cases, variant_case
 from mirrorworld.audit.play import Outcome, play
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
+from mirrorworld.errors import WorldError
 
 __all__ = ["QUALITY_BARS", "AuditReport", "FamilyAudit", "audit_verifiers", "fingerprint"]
 
@@ -252,11 +254,8 @@ def audit_task(world: World, task: Task, fam: FamilyAudit, rng: random.Random) -
         fam.deterministic += 1
 
 
-def fingerprint(world_name: str, families: Sequence[str], seeds: int, scale: float = 1.0, data_seed: int = 0) -> str:
+def fingerprint(world: World, families: Sequence[str], seeds: int) -> str:
     """A hash of the verdicts of gold, null and mutant trajectories of a sample of tasks."""
-    from mirrorworld.core.registry import default
-
-    world = default.get(world_name, scale=scale, data_seed=data_seed)
     h = hashlib.sha256()
     for family in families:
         for seed in range(seeds):
@@ -268,23 +267,47 @@ def fingerprint(world_name: str, families: Sequence[str], seeds: int, scale: flo
     return h.hexdigest()
 
 
+_CHILD = (
+    "import pickle, sys; from mirrorworld.audit.verifiers import fingerprint; "
+    "world, families, seeds = pickle.load(sys.stdin.buffer); print(fingerprint(world, families, seeds))"
+)
+"""The other process: it rebuilds the world from its pickle and prints the fingerprint."""
+
+
 def _cross_process(world: World, families: list[str], seeds: int) -> bool:
-    here = fingerprint(world.name, families, seeds, world.scale, world.data_seed)
-    code = (
-        "from mirrorworld.audit.verifiers import fingerprint; "
-        f"print(fingerprint({world.name!r}, {families!r}, {seeds}, {world.scale!r}, {world.data_seed}))"
-    )
-    env = {**os.environ, "PYTHONHASHSEED": "4242"}
+    """Whether another process, under another hash seed, grades the same sample the same way.
+
+    The world travels as its pickle (its class, scale and data seed: see
+    ``World.__reduce__``), so a world registered any way (an entry point, an
+    in-process registration, a class defined in a test module) is rebuilt the
+    same in the other process, which gets this process's import path.
+    """
+    here = fingerprint(world, families, seeds)
+    try:
+        payload = pickle.dumps((world, list(families), seeds))
+    except (pickle.PicklingError, AttributeError, TypeError) as err:
+        raise WorldError(
+            f"world {world.name} cannot be rebuilt in another process ({err}); audit it with --no-cross-process"
+        ) from err
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": "4242",
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
     out = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", _CHILD],
+        input=payload,
         capture_output=True,
-        text=True,
         env=env,
         timeout=600,
-        stdin=subprocess.DEVNULL,
-        check=True,
+        check=False,
     )
-    return out.stdout.strip() == here
+    if out.returncode != 0:
+        lines = out.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise WorldError(
+            f"world {world.name} could not be graded in another process: {lines[-1] if lines else out.returncode}"
+        )
+    return out.stdout.decode("utf-8", "replace").strip() == here
 
 
 def audit_verifiers(

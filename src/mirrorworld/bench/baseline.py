@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mirrorworld.core.session import RowChange
+from mirrorworld.core.state import RowChange
 from mirrorworld.core.store import Image, connect_image
 from mirrorworld.core.task import Task
 

@@ -42,17 +42,17 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from mirrorworld.bench.baseline import JsonBaseline, Tables, Write, dump_tables, writes_from_changes
+from mirrorworld.core.registry import default
 from mirrorworld.core.session import Session
 from mirrorworld.core.store import POOL_SIZE
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
 from mirrorworld.envs.gymnasium import MirrorEnv
-from mirrorworld.core.registry import default
 from mirrorworld.verify.verifier import Verifier
 
 __all__ = ["EPISODE_STEPS", "PLANS", "Plan", "format_report", "percentile", "run_bench"]
@@ -377,6 +377,23 @@ def _run_gold(session: Session) -> None:
         session.call(call.tool, call.args)
 
 
+@dataclass
+class _Run:
+    """One benchmark run: its plan, its private world, the baseline, the prepared cases, what was measured."""
+
+    plan: Plan
+    world: World
+    base: JsonBaseline
+    cases: list[_Case]
+    figures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def k(self) -> int:
+        """How many cases are cycled through."""
+        return len(self.cases)
+
+
 def run_bench(world: str = "helpdesk", *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
     """Measure mirrorworld against the tau-bench-style baseline; see the module docstring.
 
@@ -389,249 +406,23 @@ def run_bench(world: str = "helpdesk", *, quick: bool = False, progress: bool = 
     # A private instance: its own image, task cache and gold cache, so "cold" is cold.
     w: World = type(shared)(scale=shared.scale, data_seed=shared.data_seed)
     bar = _Progress(progress, total=8)
-    figures: dict[str, dict[str, Any]] = {}
-    detail: dict[str, Any] = {}
 
     with bar.running(), tempfile.TemporaryDirectory(prefix="mirrorworld-bench-") as tmp:
         with bar.phase("building the world and the baseline's JSON"):
-            image = w.image
-            base = JsonBaseline.export(image, Path(tmp) / f"{w.name}.json")
-            cases = [_prepare(w, i) for i in range(plan.tasks)]
-            for c in cases[: len(w.families)]:  # the baseline must reach the very state the mirror reaches
-                _check_baseline(w, base, c)
-            detail["image_bytes"] = image.nbytes
-            detail["json_bytes"] = base.path.stat().st_size
-            detail["rows"] = sum(len(v) for v in base.load().values())
-        k = len(cases)
-
+            run = _build(w, plan, Path(tmp))
         with bar.phase("reset"):
-            env = MirrorEnv(w)
-            gym_reset = _timed(lambda i: env.reset(seed=i % k), plan.resets, warmup=2 * k)
-            env.close()
-
-            def session_reset(i: int) -> None:
-                w.session(cases[i % k].task).close()
-
-            sess_reset = _timed(session_reset, plan.resets, warmup=k)
-            state: dict[str, Tables] = {}
-
-            def base_reset(i: int) -> None:
-                state["data"] = base.reset(cases[i % k].task)  # drops the previous copy, like tau-bench
-
-            b_reset = _timed(base_reset, plan.baseline_resets, warmup=2)
-            state.clear()
-        g, s, b = _us(gym_reset), _us(sess_reset), _us(b_reset)
-        figures["reset_p50_us"] = _figure(
-            "reset p50 (MirrorEnv.reset)",
-            percentile(g, 50),
-            percentile(b, 50),
-            "µs",
-            "lower",
-            100,
-            "baseline: read + json.loads the data file, apply the task's setup",
-        )
-        figures["reset_p99_us"] = _figure(
-            "reset p99 (MirrorEnv.reset)", percentile(g, 99), percentile(b, 99), "µs", "lower"
-        )
-        figures["session_reset_p50_us"] = _figure(
-            "session reset p50 (world.session + close)",
-            percentile(s, 50),
-            percentile(b, 50),
-            "µs",
-            "lower",
-            100,
-            "pooled connection rollback + task setup",
-        )
-        figures["session_reset_p99_us"] = _figure(
-            "session reset p99 (world.session + close)", percentile(s, 99), percentile(b, 99), "µs", "lower"
-        )
-
+            _bench_reset(run)
         with bar.phase("read steps"):
-            chunk = 25  # steps per episode; the resets in between are not timed
-            env = MirrorEnv(w, max_steps=chunk + 5)
-            texts = _read_args(cases[0].task, 500, _customers(w))
-            actions: list[dict[str, Any]] = [{"tool_name": w.tool_index("get_customer"), "tool_args": a} for a in texts]
-            clock = time.perf_counter_ns
-            step_ns: list[int] = []
-            gc.collect()
-            for lo in range(-chunk, plan.steps, chunk):  # the first chunk warms up
-                env.reset(seed=(lo // chunk) % k)
-                for i in range(lo, min(lo + chunk, plan.steps)):
-                    action = actions[i % len(actions)]
-                    t0 = clock()
-                    env.step(action)
-                    dt = clock() - t0
-                    if i >= 0:
-                        step_ns.append(dt)
-            env.close()
-            data = base.reset(cases[0].task)
-            b_step_ns: list[int] = []
-            gc.collect()
-            for i in range(-chunk, plan.baseline_steps):
-                text = texts[i % len(texts)]
-                t0 = clock()
-                base.step(data, "get_customer", text)
-                dt = clock() - t0
-                if i >= 0:
-                    b_step_ns.append(dt)
-            # A heavier read, reported for reference: an order with its lines and refunds.
-            env = MirrorEnv(w)
-            env.reset(seed=0)
-            order_action = {"tool_name": w.tool_index("get_order"), "tool_args": '{"order_id": 17}'}
-            order_ns = _timed(lambda i: env.step(order_action), min(chunk, plan.steps), warmup=2)
-            env.close()
-        figures["step_rate"] = _figure(
-            "gym steps/s (read tool)",
-            1e9 * len(step_ns) / sum(step_ns),
-            1e9 * len(b_step_ns) / sum(b_step_ns),
-            "steps/s",
-            "higher",
-            50_000,
-            "get_customer with JSON arguments, one core",
-        )
-        figures["step_p50_us"] = _figure(
-            "gym step p50 (read tool)", percentile(_us(step_ns), 50), percentile(_us(b_step_ns), 50), "µs", "lower", 20
-        )
-        detail["get_order_step_p50_us"] = percentile(_us(order_ns), 50)
-
+            _bench_steps(run)
+        verifier = Verifier()
         with bar.phase("verify (warm gold)"):
-            verifier = Verifier()
-            for c in cases:
-                w.gold(c.task)
-
-            def verify_once(i: int, times: list[int]) -> None:
-                with w.session(cases[i % k].task) as sess:
-                    _run_gold(sess)
-                    t0 = time.perf_counter_ns()
-                    verdict = verifier(sess)
-                    times.append(time.perf_counter_ns() - t0)
-                if not verdict.passed:
-                    raise RuntimeError(f"gold solution of {sess.task.id if sess.task else '?'} fails verification")
-
-            warm_ns: list[int] = []
-            for i in range(k):
-                verify_once(i, [])
-            for i in range(plan.verifies):
-                verify_once(i, warm_ns)
-
-            def base_grade_once(i: int, times: list[int]) -> None:
-                c = cases[i % k]
-                agent = _play_baseline(base, c)
-                t0 = time.perf_counter_ns()
-                ok = base.grade(agent, c.task, c.writes)
-                times.append(time.perf_counter_ns() - t0)
-                if not ok:
-                    raise RuntimeError(f"baseline grading failed {c.task.id}")
-
-            b_verify_ns: list[int] = []
-            base_grade_once(0, [])
-            for i in range(plan.baseline_verifies):
-                base_grade_once(i, b_verify_ns)
-
+            warm_ns, b_verify_ns = _bench_verify_warm(run, verifier)
         with bar.phase("verify (cold gold)"):
-            cold_tasks = [w.task_for("train", k + j, None) for j in range(plan.cold)]
-            cold_ns: list[int] = []
-            gold_ns: list[int] = []
-            for t in cold_tasks:
-                with w.session(t) as sess:
-                    _run_gold(sess)
-                    t0 = time.perf_counter_ns()
-                    verdict = verifier(sess)
-                    cold_ns.append(time.perf_counter_ns() - t0)
-                if not verdict.passed:
-                    raise RuntimeError(f"gold solution of {t.id} fails verification")
-            for j in range(plan.cold):  # the gold outcome alone, on another set of fresh tasks
-                t = w.task_for("train", k + plan.cold + j, None)
-                t0 = time.perf_counter_ns()
-                w.gold(t)
-                gold_ns.append(time.perf_counter_ns() - t0)
-        v, bv = _us(warm_ns), _us(b_verify_ns)
-        figures["verify_p50_us"] = _figure(
-            "verify p50 (gold cached)",
-            percentile(v, 50),
-            percentile(bv, 50),
-            "µs",
-            "lower",
-            1000,
-            "baseline: hash state, reload + replay gold writes, hash, compare",
-        )
-        figures["verify_p99_us"] = _figure(
-            "verify p99 (gold cached)", percentile(v, 99), percentile(bv, 99), "µs", "lower"
-        )
-        figures["verify_cold_p50_us"] = _figure(
-            "verify p50 (gold computed)",
-            percentile(_us(cold_ns), 50),
-            percentile(bv, 50),
-            "µs",
-            "lower",
-            None,
-            "first verification of a task: replays its gold solution once",
-        )
-        detail["gold_outcome_p50_us"] = percentile(_us(gold_ns), 50)
-
+            _bench_verify_cold(run, verifier, warm_ns, b_verify_ns)
         with bar.phase("whole episodes"):
-            env = MirrorEnv(w)
-
-            def mirror_episode(i: int) -> None:
-                c = cases[i % k]
-                env.reset(seed=c.index)
-                info: dict[str, Any] = {}
-                for a in c.read_actions:
-                    env.step(a)
-                for a in c.gold_actions:
-                    info = env.step(a)[4]
-                if not info.get("verdict", {}).get("passed"):
-                    raise RuntimeError(f"episode of {c.task.id} did not end with a passing verdict")
-
-            ep_ns = _timed(mirror_episode, plan.episodes, warmup=k)
-            env.close()
-
-            def base_episode(i: int) -> None:
-                c = cases[i % k]
-                if not base.grade(_play_baseline(base, c), c.task, c.writes):
-                    raise RuntimeError(f"baseline episode of {c.task.id} failed")
-
-            b_ep_ns = _timed(base_episode, plan.baseline_episodes, warmup=1)
-        figures["episode_rate"] = _figure(
-            "whole episodes/s",
-            1e9 * len(ep_ns) / sum(ep_ns),
-            1e9 * len(b_ep_ns) / sum(b_ep_ns),
-            "episodes/s",
-            "higher",
-            500,
-            f"reset, {EPISODE_STEPS} steps (reads + gold calls), verdict",
-        )
-        detail["episode_p50_us"] = percentile(_us(ep_ns), 50)
-
+            _bench_episodes(run)
         with bar.phase("memory per live session"):
-            # Empty the image's connection pool first, so that every measured session holds a fresh copy.
-            drain = [w.session(cases[i % k].task) for i in range(POOL_SIZE)]
-            mem, held = _measure_memory(lambda i: w.session(cases[i % k].task), plan.sessions)
-            for obj in held:
-                assert isinstance(obj, Session)
-                obj.close()
-            for obj in drain:
-                obj.close()
-            del held, drain
-            b_mem, b_held = _measure_memory(lambda i: base.reset(cases[i % k].task), plan.baseline_copies)
-            del b_held
-            gc.collect()
-        mb = 1e6
-        figures["memory_per_session_mb"] = _figure(
-            "memory per live session",
-            mem.per_item_bytes / mb,
-            b_mem.per_item_bytes / mb,
-            "MB",
-            "lower",
-            5,
-            f"{plan.sessions} sessions held at once ({mem.method}); baseline: loaded copies of the data",
-        )
-        detail["memory"] = {
-            "mirrorworld": {k2: v2 / mb if isinstance(v2, float) else v2 for k2, v2 in asdict(mem).items()},
-            "baseline": {k2: v2 / mb if isinstance(v2, float) else v2 for k2, v2 in asdict(b_mem).items()},
-            "unit": "MB per session",
-        }
-
+            _bench_memory(run)
         with bar.phase("done"):
             pass
 
@@ -642,8 +433,268 @@ def run_bench(world: str = "helpdesk", *, quick: bool = False, progress: bool = 
         "machine": _machine(),
         "plan": asdict(plan),
         "elapsed_s": time.perf_counter() - started,
-        "figures": figures,
-        "detail": detail,
+        "figures": run.figures,
+        "detail": run.detail,
+    }
+
+
+def _build(w: World, plan: Plan, tmp: Path) -> _Run:
+    """Build the image and the baseline's JSON, prepare the cases, check the baseline's states are the mirror's."""
+    image = w.image
+    base = JsonBaseline.export(image, tmp / f"{w.name}.json")
+    cases = [_prepare(w, i) for i in range(plan.tasks)]
+    for c in cases[: len(w.families)]:  # the baseline must reach the very state the mirror reaches
+        _check_baseline(w, base, c)
+    run = _Run(plan, w, base, cases)
+    run.detail["image_bytes"] = image.nbytes
+    run.detail["json_bytes"] = base.path.stat().st_size
+    run.detail["rows"] = sum(len(v) for v in base.load().values())
+    return run
+
+
+def _bench_reset(run: _Run) -> None:
+    """``MirrorEnv.reset`` and the raw session reset, against reloading the baseline's JSON."""
+    w, base, cases, plan, k = run.world, run.base, run.cases, run.plan, run.k
+    env = MirrorEnv(w)
+    gym_reset = _timed(lambda i: env.reset(seed=i % k), plan.resets, warmup=2 * k)
+    env.close()
+
+    def session_reset(i: int) -> None:
+        w.session(cases[i % k].task).close()
+
+    sess_reset = _timed(session_reset, plan.resets, warmup=k)
+    state: dict[str, Tables] = {}
+
+    def base_reset(i: int) -> None:
+        state["data"] = base.reset(cases[i % k].task)  # drops the previous copy, like tau-bench
+
+    b_reset = _timed(base_reset, plan.baseline_resets, warmup=2)
+    state.clear()
+    g, s, b = _us(gym_reset), _us(sess_reset), _us(b_reset)
+    figures = run.figures
+    figures["reset_p50_us"] = _figure(
+        "reset p50 (MirrorEnv.reset)",
+        percentile(g, 50),
+        percentile(b, 50),
+        "µs",
+        "lower",
+        100,
+        "baseline: read + json.loads the data file, apply the task's setup",
+    )
+    figures["reset_p99_us"] = _figure(
+        "reset p99 (MirrorEnv.reset)", percentile(g, 99), percentile(b, 99), "µs", "lower"
+    )
+    figures["session_reset_p50_us"] = _figure(
+        "session reset p50 (world.session + close)",
+        percentile(s, 50),
+        percentile(b, 50),
+        "µs",
+        "lower",
+        100,
+        "pooled connection rollback + task setup",
+    )
+    figures["session_reset_p99_us"] = _figure(
+        "session reset p99 (world.session + close)", percentile(s, 99), percentile(b, 99), "µs", "lower"
+    )
+
+
+def _bench_steps(run: _Run) -> None:
+    """Gym steps of a read tool, timed one by one between untimed resets, against the baseline's lookup."""
+    w, base, cases, plan, k = run.world, run.base, run.cases, run.plan, run.k
+    chunk = 25  # steps per episode; the resets in between are not timed
+    env = MirrorEnv(w, max_steps=chunk + 5)
+    texts = _read_args(cases[0].task, 500, _customers(w))
+    actions: list[dict[str, Any]] = [{"tool_name": w.tool_index("get_customer"), "tool_args": a} for a in texts]
+    clock = time.perf_counter_ns
+    step_ns: list[int] = []
+    gc.collect()
+    for lo in range(-chunk, plan.steps, chunk):  # the first chunk warms up
+        env.reset(seed=(lo // chunk) % k)
+        for i in range(lo, min(lo + chunk, plan.steps)):
+            action = actions[i % len(actions)]
+            t0 = clock()
+            env.step(action)
+            dt = clock() - t0
+            if i >= 0:
+                step_ns.append(dt)
+    env.close()
+    data = base.reset(cases[0].task)
+    b_step_ns: list[int] = []
+    gc.collect()
+    for i in range(-chunk, plan.baseline_steps):
+        text = texts[i % len(texts)]
+        t0 = clock()
+        base.step(data, "get_customer", text)
+        dt = clock() - t0
+        if i >= 0:
+            b_step_ns.append(dt)
+    # A heavier read, reported for reference: an order with its lines and refunds.
+    env = MirrorEnv(w)
+    env.reset(seed=0)
+    order_action = {"tool_name": w.tool_index("get_order"), "tool_args": '{"order_id": 17}'}
+    order_ns = _timed(lambda i: env.step(order_action), min(chunk, plan.steps), warmup=2)
+    env.close()
+    run.figures["step_rate"] = _figure(
+        "gym steps/s (read tool)",
+        1e9 * len(step_ns) / sum(step_ns),
+        1e9 * len(b_step_ns) / sum(b_step_ns),
+        "steps/s",
+        "higher",
+        50_000,
+        "get_customer with JSON arguments, one core",
+    )
+    run.figures["step_p50_us"] = _figure(
+        "gym step p50 (read tool)", percentile(_us(step_ns), 50), percentile(_us(b_step_ns), 50), "µs", "lower", 20
+    )
+    run.detail["get_order_step_p50_us"] = percentile(_us(order_ns), 50)
+
+
+def _bench_verify_warm(run: _Run, verifier: Verifier) -> tuple[list[int], list[int]]:
+    """Verifications with every gold outcome cached, and the baseline's grading: their times in ns."""
+    w, base, cases, plan, k = run.world, run.base, run.cases, run.plan, run.k
+    for c in cases:
+        w.gold(c.task)
+
+    def verify_once(i: int, times: list[int]) -> None:
+        with w.session(cases[i % k].task) as sess:
+            _run_gold(sess)
+            t0 = time.perf_counter_ns()
+            verdict = verifier(sess)
+            times.append(time.perf_counter_ns() - t0)
+        if not verdict.passed:
+            raise RuntimeError(f"gold solution of {sess.task.id if sess.task else '?'} fails verification")
+
+    warm_ns: list[int] = []
+    for i in range(k):
+        verify_once(i, [])
+    for i in range(plan.verifies):
+        verify_once(i, warm_ns)
+
+    def base_grade_once(i: int, times: list[int]) -> None:
+        c = cases[i % k]
+        agent = _play_baseline(base, c)
+        t0 = time.perf_counter_ns()
+        ok = base.grade(agent, c.task, c.writes)
+        times.append(time.perf_counter_ns() - t0)
+        if not ok:
+            raise RuntimeError(f"baseline grading failed {c.task.id}")
+
+    b_verify_ns: list[int] = []
+    base_grade_once(0, [])
+    for i in range(plan.baseline_verifies):
+        base_grade_once(i, b_verify_ns)
+    return warm_ns, b_verify_ns
+
+
+def _bench_verify_cold(run: _Run, verifier: Verifier, warm_ns: list[int], b_verify_ns: list[int]) -> None:
+    """Verifications of never-seen tasks (the gold outcome computed on the way), and the verify figures."""
+    w, plan, k = run.world, run.plan, run.k
+    cold_tasks = [w.task_for("train", k + j, None) for j in range(plan.cold)]
+    cold_ns: list[int] = []
+    gold_ns: list[int] = []
+    for t in cold_tasks:
+        with w.session(t) as sess:
+            _run_gold(sess)
+            t0 = time.perf_counter_ns()
+            verdict = verifier(sess)
+            cold_ns.append(time.perf_counter_ns() - t0)
+        if not verdict.passed:
+            raise RuntimeError(f"gold solution of {t.id} fails verification")
+    for j in range(plan.cold):  # the gold outcome alone, on another set of fresh tasks
+        t = w.task_for("train", k + plan.cold + j, None)
+        t0 = time.perf_counter_ns()
+        w.gold(t)
+        gold_ns.append(time.perf_counter_ns() - t0)
+    v, bv = _us(warm_ns), _us(b_verify_ns)
+    figures = run.figures
+    figures["verify_p50_us"] = _figure(
+        "verify p50 (gold cached)",
+        percentile(v, 50),
+        percentile(bv, 50),
+        "µs",
+        "lower",
+        1000,
+        "baseline: hash state, reload + replay gold writes, hash, compare",
+    )
+    figures["verify_p99_us"] = _figure("verify p99 (gold cached)", percentile(v, 99), percentile(bv, 99), "µs", "lower")
+    figures["verify_cold_p50_us"] = _figure(
+        "verify p50 (gold computed)",
+        percentile(_us(cold_ns), 50),
+        percentile(bv, 50),
+        "µs",
+        "lower",
+        None,
+        "first verification of a task: replays its gold solution once",
+    )
+    run.detail["gold_outcome_p50_us"] = percentile(_us(gold_ns), 50)
+
+
+def _bench_episodes(run: _Run) -> None:
+    """Whole episodes through ``MirrorEnv`` (reset, reads, gold calls, verdict), against the baseline's."""
+    w, base, cases, plan, k = run.world, run.base, run.cases, run.plan, run.k
+    env = MirrorEnv(w)
+
+    def mirror_episode(i: int) -> None:
+        c = cases[i % k]
+        env.reset(seed=c.index)
+        info: dict[str, Any] = {}
+        for a in c.read_actions:
+            env.step(a)
+        for a in c.gold_actions:
+            info = env.step(a)[4]
+        if not info.get("verdict", {}).get("passed"):
+            raise RuntimeError(f"episode of {c.task.id} did not end with a passing verdict")
+
+    ep_ns = _timed(mirror_episode, plan.episodes, warmup=k)
+    env.close()
+
+    def base_episode(i: int) -> None:
+        c = cases[i % k]
+        if not base.grade(_play_baseline(base, c), c.task, c.writes):
+            raise RuntimeError(f"baseline episode of {c.task.id} failed")
+
+    b_ep_ns = _timed(base_episode, plan.baseline_episodes, warmup=1)
+    run.figures["episode_rate"] = _figure(
+        "whole episodes/s",
+        1e9 * len(ep_ns) / sum(ep_ns),
+        1e9 * len(b_ep_ns) / sum(b_ep_ns),
+        "episodes/s",
+        "higher",
+        500,
+        f"reset, {EPISODE_STEPS} steps (reads + gold calls), verdict",
+    )
+    run.detail["episode_p50_us"] = percentile(_us(ep_ns), 50)
+
+
+def _bench_memory(run: _Run) -> None:
+    """Memory per live session, many held at once, against loaded copies of the baseline's data."""
+    w, base, cases, plan, k = run.world, run.base, run.cases, run.plan, run.k
+    # Empty the image's connection pool first, so that every measured session holds a fresh copy.
+    drain = [w.session(cases[i % k].task) for i in range(POOL_SIZE)]
+    mem, held = _measure_memory(lambda i: w.session(cases[i % k].task), plan.sessions)
+    for obj in held:
+        assert isinstance(obj, Session)
+        obj.close()
+    for obj in drain:
+        obj.close()
+    del held, drain
+    b_mem, b_held = _measure_memory(lambda i: base.reset(cases[i % k].task), plan.baseline_copies)
+    del b_held
+    gc.collect()
+    mb = 1e6
+    run.figures["memory_per_session_mb"] = _figure(
+        "memory per live session",
+        mem.per_item_bytes / mb,
+        b_mem.per_item_bytes / mb,
+        "MB",
+        "lower",
+        5,
+        f"{plan.sessions} sessions held at once ({mem.method}); baseline: loaded copies of the data",
+    )
+    run.detail["memory"] = {
+        "mirrorworld": {k2: v2 / mb if isinstance(v2, float) else v2 for k2, v2 in asdict(mem).items()},
+        "baseline": {k2: v2 / mb if isinstance(v2, float) else v2 for k2, v2 in asdict(b_mem).items()},
+        "unit": "MB per session",
     }
 
 

@@ -17,22 +17,28 @@ back and the exception propagates. Nothing the agent sends can raise out of
 Every call is recorded as an :class:`Event` with the rows it changed and the
 rule violations it caused; the verifier reads these events, never the agent's
 own account of what it did.
+
+Two neighbours hold what is not stepping: :mod:`mirrorworld.core.codec` (the
+JSON of arguments and results, with the rules for bad input) and
+:mod:`mirrorworld.core.state` (state hash, changes, diff, fork), which the
+methods of the same names call.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from mirrorworld.core.store import Clone, RowKey, encode_row
+from mirrorworld.core import state as _state
+from mirrorworld.core.codec import MAX_ARGS_CHARS, encode, jsonable, parse_args
+from mirrorworld.core.state import RowChange
+from mirrorworld.core.store import Clone, RowKey
 from mirrorworld.core.tools import ToolKind, ToolSpec
 from mirrorworld.errors import SessionClosedError, ToolError, WorldError
 
@@ -42,9 +48,6 @@ if TYPE_CHECKING:
     from mirrorworld.core.world import World
 
 __all__ = ["MAX_ARGS_CHARS", "Event", "RowChange", "Session", "ToolContext", "ToolResult", "Violation"]
-
-MAX_ARGS_CHARS = 20_000
-"""Longest JSON argument text a call may carry."""
 
 CLOCK_STEP = timedelta(minutes=1)
 """Simulated time that passes with each committed write."""
@@ -73,43 +76,7 @@ class ToolResult:
 
     def content(self) -> str:
         """The result as the JSON text an agent reads (ASCII-only, canonical)."""
-        return _encode(self.data if self.ok else {"error": self.error})
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return float(value)
-    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
-
-
-def _json_codec() -> tuple[Callable[[Any], str], Callable[[str, int], tuple[Any, int]]]:
-    """The compact ASCII encoder and the scanner used on every call, built once.
-
-    ``JSONEncoder.encode`` and ``json.loads`` rebuild or wrap the C encoder
-    and scanner on every use; a step encodes one result and decodes one
-    argument text, so both are made once here (the C versions when present).
-    Tool results are trees of rows, so the encoder skips the circular check.
-    """
-    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=_json_default)
-    encode: Callable[[Any], str] = encoder.encode
-    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-    if c_make_encoder is not None:
-        try:
-            chunks = c_make_encoder(
-                None, _json_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-            )
-        except TypeError:  # another interpreter's signature: keep the plain encoder
-            pass
-        else:
-
-            def encode(value: Any) -> str:
-                return "".join(chunks(value, 0))
-
-    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__
-    return encode, scan
-
-
-_encode, _scan = _json_codec()
+        return encode(self.data if self.ok else {"error": self.error})
 
 
 @dataclass(slots=True)
@@ -128,32 +95,6 @@ class Event:
     def signature(self) -> str:
         """Tool and canonical arguments: equal for repeated identical calls."""
         return self.tool + json.dumps(self.args, sort_keys=True, default=str)
-
-
-@dataclass(frozen=True)
-class RowChange:
-    """One row that differs between two states."""
-
-    table: str
-    pk: int
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-
-    @property
-    def kind(self) -> str:
-        if self.before is None:
-            return "insert"
-        if self.after is None:
-            return "delete"
-        return "update"
-
-    @property
-    def fields(self) -> dict[str, tuple[Any, Any]]:
-        """Changed fields as ``{column: (before, after)}``."""
-        before = self.before or {}
-        after = self.after or {}
-        cols = list(after) if after else list(before)
-        return {c: (before.get(c), after.get(c)) for c in cols if before.get(c) != after.get(c)}
 
 
 _COLUMN_NAMES: dict[str, tuple[str, ...]] = {}
@@ -282,7 +223,7 @@ class Session:
                 step, name[:200], None, None, ToolError("unknown_tool", f"no tool named {json.dumps(shown)}")
             )
         try:
-            parsed = _parse_args(args)
+            parsed = parse_args(args)
             kwargs = spec.validate(parsed)
         except ToolError as err:
             return self._fail(step, name, spec.kind, None, err)
@@ -296,7 +237,7 @@ class Session:
             data = spec.func(ctx, **kwargs)
         except ToolError as err:
             return self._fail(step, spec.name, spec.kind, kwargs, err)
-        self.events.append(Event(step, spec.name, spec.kind, _jsonable(kwargs), True, None))
+        self.events.append(Event(step, spec.name, spec.kind, jsonable(kwargs), True, None))
         return ToolResult(True, data)
 
     def _run_write(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
@@ -322,7 +263,7 @@ class Session:
             self.clock = _tick(self.clock)
             self._clock_synced = False
         self.events.append(
-            Event(step, spec.name, spec.kind, _jsonable(kwargs), True, None, rows, tuple(ctx._violations))
+            Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, rows, tuple(ctx._violations))
         )
         return ToolResult(True, data, done=self.done)
 
@@ -350,7 +291,7 @@ class Session:
         self, step: int, name: str, kind: ToolKind | None, kwargs: dict[str, Any] | None, err: ToolError
     ) -> ToolResult:
         error = err.as_dict()
-        self.events.append(Event(step, name, kind, _jsonable(kwargs) if kwargs is not None else None, False, error))
+        self.events.append(Event(step, name, kind, jsonable(kwargs) if kwargs is not None else None, False, error))
         return ToolResult(False, error=error, done=self.done)
 
     def _show(self, ref: str, summary: str) -> None:
@@ -397,110 +338,43 @@ class Session:
         self._settle()
         return sorted(self._touched)
 
-    def _state_keys(self) -> list[RowKey]:
-        """The touched rows plus every row of the untracked tables (the clock): all that may differ."""
-        keys = set(self.touched())
-        for table in self.image.untracked:
-            keys.update((table, int(r[0])) for r in self._conn.execute(f"SELECT rowid FROM {table}"))
-            keys.update(self.image.untracked_keys(table))
-        return sorted(keys)
-
-    def _row(self, key: RowKey) -> tuple[Any, ...] | None:
-        row = self._conn.execute(self.image.select_sql(key[0]), (key[1],)).fetchone()
-        return tuple(row) if row is not None else None
-
     def _snapshot_touched(self) -> dict[RowKey, tuple[Any, ...] | None]:
-        return {k: self._row(k) for k in self.touched()}
+        return {k: _state.row(self, k) for k in self.touched()}
 
     @property
     def _initial(self) -> dict[RowKey, tuple[Any, ...] | None]:
+        """The rows the task's setup wrote, as they are in its initial state (looked up on first use)."""
         if self._initial_rows is None:
             assert self.task is not None
             self._initial_rows = self.world.initial_rows(self.task)
         return self._initial_rows
-
-    def _baseline(self, key: RowKey) -> tuple[Any, ...] | None:
-        initial = self._initial
-        if key in initial:
-            return initial[key]
-        return self.image.pristine_row(key)
 
     def state_hash(self) -> str:
         """A canonical hash of the whole state, equal for equal states.
 
         Computed from the pristine image's digest and the rows that differ from
         it: a row written and then restored counts as unchanged. (The simulated
-        clock is state too, and every committed write advances it.)
+        clock is state too, and every committed write advances it.) See
+        :func:`mirrorworld.core.state.state_hash`.
         """
-        self._check_open()
-        h = hashlib.sha256(self.image.digest.encode())
-        for key in self._state_keys():
-            row = self._row(key)
-            if row != self.image.pristine_row(key):
-                h.update(f"{key[0]}|{key[1]}|{encode_row(row)}\n".encode())
-        return h.hexdigest()
+        return _state.state_hash(self)
 
     def changes(self) -> list[RowChange]:
         """Rows that differ from the task's initial state (after setup)."""
-        self._check_open()
-        out = []
-        for key in self._state_keys():
-            before, after = self._baseline(key), self._row(key)
-            if before != after:
-                out.append(self._change(key, before, after))
-        return out
+        return _state.changes(self)
 
     def diff(self, other: Session) -> list[RowChange]:
         """Rows that differ between this session's state (before) and ``other``'s (after)."""
-        self._check_open()
-        other._check_open()
-        if other.image is not self.image:
-            raise WorldError("diff needs two sessions of the same world image")
-        keys = sorted(set(self._state_keys()) | set(other._state_keys()))
-        out = []
-        for key in keys:
-            a, b = self._row(key), other._row(key)
-            if a != b:
-                out.append(self._change(key, a, b))
-        return out
-
-    def _change(self, key: RowKey, before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> RowChange:
-        cols = self.image.columns[key[0]]
-        return RowChange(
-            key[0],
-            key[1],
-            dict(zip(cols, before, strict=True)) if before is not None else None,
-            dict(zip(cols, after, strict=True)) if after is not None else None,
-        )
+        return _state.diff(self, other)
 
     def fork(self) -> Session:
         """An independent copy of this session, mid-episode, events included.
 
         The copy starts from a pristine connection of the image and replays the
         parent's touched rows (a deserialised image would show only committed
-        pages, and an episode never commits).
+        pages, and an episode never commits). See :func:`mirrorworld.core.state.fork`.
         """
-        self._check_open()
-        conn = self.image.acquire()
-        try:
-            conn.execute("PRAGMA defer_foreign_keys=ON")
-            for table, pk in self._state_keys():
-                row = self._row((table, pk))
-                if row is None:
-                    conn.execute(f"DELETE FROM {table} WHERE rowid=?", (pk,))
-                else:
-                    cols = self.image.columns[table]
-                    conn.execute(
-                        f"INSERT OR REPLACE INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", row
-                    )
-        except BaseException:
-            self.image.release(conn, reusable=False)
-            raise
-        twin = Session(self.world, self.image, self.task, _conn=conn)
-        twin.continue_from(self)
-        twin._initial_rows = self._initial
-        twin._touched = set(self._touched)
-        return twin
+        return _state.fork(self)
 
     def continue_from(self, parent: Session) -> None:
         """Take over ``parent``'s episode bookkeeping (calls, steps, screen, clock).
@@ -551,37 +425,3 @@ def _tick(clock: str) -> str:
     """The clock one step after ``clock`` (episodes walk the same few minutes, hence the cache)."""
     t = datetime.fromisoformat(clock) + CLOCK_STEP
     return t.isoformat().replace("+00:00", "Z")
-
-
-def _parse_args(args: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
-    if type(args) is dict and all(type(k) is str for k in args):
-        return args
-    if args is None:
-        return {}
-    if isinstance(args, str):
-        if len(args) > MAX_ARGS_CHARS:
-            raise ToolError("invalid_arguments", f"arguments longer than {MAX_ARGS_CHARS} characters")
-        text = args.strip()
-        if not text:
-            return {}
-        try:
-            parsed, end = _scan(text, 0)
-        except (ValueError, StopIteration, RecursionError):
-            raise ToolError("invalid_json", "arguments are not valid JSON") from None
-        if end != len(text):
-            raise ToolError("invalid_json", "arguments are not valid JSON")
-        if not isinstance(parsed, dict):
-            raise ToolError("invalid_arguments", "arguments must be a JSON object")
-        return parsed
-    if isinstance(args, Mapping):
-        if not all(isinstance(k, str) for k in args):
-            raise ToolError("invalid_arguments", "argument names must be strings")
-        return args
-    raise ToolError("invalid_arguments", "arguments must be a JSON object")
-
-
-def _jsonable(kwargs: dict[str, Any]) -> dict[str, Any]:
-    for v in kwargs.values():
-        if isinstance(v, Decimal):
-            return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in kwargs.items()}
-    return kwargs

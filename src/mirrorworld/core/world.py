@@ -24,15 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
+from mirrorworld.core.session import Session
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import EntityRef, Split, Task, TaskFamily, TaskRef, ToolCall, split_seed
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.errors import RegistryError, TaskError, WorldError
-
-if TYPE_CHECKING:
-    from mirrorworld.core.session import Session
 
 __all__ = ["AuditHooks", "GoldOutcome", "Rule", "World"]
 
@@ -210,8 +208,7 @@ class World(ABC):
                 out.append(Path(own["source_dir"]))
             out.extend(Path(p) for p in own.get("extra_sources", ()))
         out.extend(_GRADING_DIRS)
-        seen: set[Path] = set()
-        return tuple(p for p in (q.resolve() for q in out) if not (p in seen or seen.add(p)))
+        return tuple(dict.fromkeys(q.resolve() for q in out))
 
     @cached_property
     def content_hash(self) -> str:
@@ -254,8 +251,6 @@ class World(ABC):
 
     def session(self, task: Task | None = None) -> Session:
         """A new isolated session, in the task's initial state."""
-        from mirrorworld.core.session import Session
-
         if task is not None and task.world != self.name:
             raise WorldError(f"task {task.id} belongs to world {task.world}, not {self.name}")
         return Session(self, self.image, task)

@@ -66,9 +66,7 @@ class ChatEnv:
         self.episode: Episode | None = None
         self.last_outcome: StepOutcome | None = None
 
-    def reset(
-        self, seed: int = 0, *, task: Task | None = None, task_id: str | None = None
-    ) -> list[dict[str, Any]]:
+    def reset(self, seed: int = 0, *, task: Task | None = None, task_id: str | None = None) -> list[dict[str, Any]]:
         """Start task ``seed`` of the split (or ``task``, or ``task_id``); return the opening messages."""
         if self.episode is not None:
             self.episode.close()

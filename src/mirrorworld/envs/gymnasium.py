@@ -42,7 +42,7 @@ from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.session import MAX_ARGS_CHARS
 from mirrorworld.core.task import Split, Task
 from mirrorworld.core.world import World
-from mirrorworld.episodes import Episode, EpisodeOptions, StepOutcome, check_split, select_task
+from mirrorworld.episodes import Episode, EpisodeOptions, check_split, select_task
 from mirrorworld.errors import MirrorworldError
 
 __all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv", "decode_action", "env_spaces"]

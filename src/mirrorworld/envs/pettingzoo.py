@@ -65,7 +65,7 @@ from __future__ import annotations
 import json
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -89,6 +89,7 @@ from mirrorworld.sim.policies import RoleContext, RolePolicy
 
 __all__ = [
     "ARGS_LENGTH",
+    "DEFAULT_WORLD",
     "TEXT_FIELDS",
     "EnvModule",
     "HelpdeskTeamAEC",
@@ -99,7 +100,6 @@ __all__ = [
     "encode_text",
     "env_module",
     "helpdesk_v0",
-    "DEFAULT_WORLD",
     "to_role_observation",
 ]
 
@@ -111,6 +111,8 @@ ARGS_LENGTH = 8192
 
 CYCLE_BOUND = 1_000_000
 """Upper bound of the ``cycle`` leaf (``max_cycles`` may be raised after construction)."""
+
+_METADATA: dict[str, Any] = {"render_modes": ["ansi"], "name": "helpdesk_team_v0", "is_parallelizable": True}
 
 DEFAULT_WORLD = "helpdesk_team"
 """The world the environments play when none is named."""
@@ -395,7 +397,7 @@ class _TeamEnv:
         self.action_spaces = dict(self._core.action_spaces)
         self.render_mode = render_mode
         self.agents: list[str] = []
-        self.metadata = {**type(self).metadata, "name": f"{self._core.world.name}_v0"}
+        self.metadata: dict[str, Any] = {**_METADATA, "name": f"{self._core.world.name}_v0"}
 
     @property
     def max_cycles(self) -> int:
@@ -440,7 +442,7 @@ class _TeamEnv:
 class SeatedAEC(_TeamEnv, AECEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
     """A seated world, one role at a time (AEC). See the module docstring."""
 
-    metadata = {"render_modes": ["ansi"], "name": "helpdesk_team_v0", "is_parallelizable": True}  # noqa: RUF012
+    metadata = _METADATA
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         ep = self._core.start(seed, options)
@@ -501,7 +503,7 @@ class SeatedAEC(_TeamEnv, AECEnv[str, dict[str, Any], Any]):  # type: ignore[mis
 class SeatedParallel(_TeamEnv, ParallelEnv[str, dict[str, Any], Any]):  # type: ignore[misc]  # PettingZoo is untyped
     """A seated world, every role at once (Parallel). See the module docstring."""
 
-    metadata = {"render_modes": ["ansi"], "name": "helpdesk_team_v0", "is_parallelizable": True}  # noqa: RUF012
+    metadata = _METADATA
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None

@@ -82,7 +82,7 @@ class StepOutcome:
         return self.result.content()
 
     def info(self) -> dict[str, Any]:
-        """The step's facts as plain data: ``tool``, ``ok``, ``error`` (when refused), ``verdict`` (on the ending step)."""
+        """The step's facts as plain data: ``tool``, ``ok``, ``error`` (refused), ``verdict`` (the ending step)."""
         out: dict[str, Any] = {"tool": self.tool, "ok": self.result.ok}
         if not self.result.ok:
             out["error"] = self.result.error

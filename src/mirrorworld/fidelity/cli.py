@@ -14,21 +14,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.world import World
-from mirrorworld.errors import MirrorworldError, RegistryError
+from mirrorworld.errors import MirrorworldError
 from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["register"]
 
 
-def register(sub: Any) -> dict[str, Any]:
-    """Add the twin and fidelity commands to an argparse subparsers object; return their handlers."""
+def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
+    """Add the twin and fidelity commands to an argparse subparsers object; return their handlers.
+
+    ``--world`` lists the worlds of ``registry``; the handlers look worlds up in
+    the registry ``mirrorworld.cli.main`` puts on the arguments.
+    """
+    from mirrorworld.cli import world_option
+
     t = sub.add_parser("twin", help="create and cache a world's real twin (a Tryton database for sales)")
     t.add_argument("action", choices=("up", "path"), help="up: create it if needed; path: print the cached file")
-    t.add_argument("--world", default="sales")
+    world_option(t, registry, preferred="sales")
     t.add_argument("--option", action="append", metavar="KEY=VALUE", help="build a changed twin (tax_rounding=line)")
     f = sub.add_parser("fidelity", help="measure a mirror against its real twin, call by call")
-    f.add_argument("--world", default="sales")
+    world_option(f, registry, preferred="sales")
     f.add_argument("--calls", type=int, default=1200, help="random calls to replay (half valid, half with bad input)")
     f.add_argument("--seeds", type=int, default=2, help="task seeds per family for gold and audit traces")
     f.add_argument("--no-audit", action="store_true", help="skip the audit's mutant/variant trajectories")
@@ -49,24 +56,15 @@ def register(sub: Any) -> dict[str, Any]:
     return {"twin": cmd_twin, "fidelity": cmd_fidelity}
 
 
-def world_named(name: str) -> World:
-    """A registered world; the sales world also before it is registered."""
-    from mirrorworld.core.registry import default
-
-    try:
-        return default.get(name)
-    except RegistryError:
-        if name.lower() == "sales":
-            from mirrorworld.worlds.sales import SalesWorld
-
-            return SalesWorld()
-        raise
+def world_named(name: str, registry: Registry | None = None) -> World:
+    """The world ``name`` of ``registry`` (by default the installed worlds)."""
+    return (registry or default).get(name)
 
 
 def cmd_twin(args: argparse.Namespace) -> int:
     from mirrorworld.twin.db import cache_dir, ensure, parse_options, twin_key
 
-    world = world_named(args.world)
+    world = world_named(args.world, getattr(args, "registry", None))
     options = parse_options(args.option)
     if args.action == "path":
         print(cache_dir() / f"{world.name}-{twin_key(world, options)}.sqlite")
@@ -90,7 +88,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if args.calls < 0 or args.seeds < 1:
         raise MirrorworldError("--calls must be at least 0 and --seeds at least 1")
     baseline = load_baseline(Path(args.against)) if args.against else None
-    world = world_named(args.world)
+    world = world_named(args.world, getattr(args, "registry", None))
     options = parse_options(args.twin_option)
     database = ensure(world, options=options, log=lambda m: print(m, file=sys.stderr))
     traces: list[Trace] = list(gold_traces(world, args.seeds))

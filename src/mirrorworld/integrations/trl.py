@@ -45,12 +45,12 @@ import re
 from decimal import Decimal
 from typing import Any, ClassVar, Literal, Protocol
 
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.task import Split, Task
 from mirrorworld.core.tools import Param, ToolSpec
 from mirrorworld.core.world import World
 from mirrorworld.episodes import Episode, EpisodeOptions, select_task
 from mirrorworld.errors import MirrorworldError, WorldError
-from mirrorworld.core.registry import Registry, default
 
 __all__ = ["MirrorworldEnvironment", "environment_factory", "task_rows"]
 

@@ -60,14 +60,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from mirrorworld.errors import MirrorworldError
 from mirrorworld.core.registry import Registry
+from mirrorworld.errors import MirrorworldError
 from mirrorworld.review.drift import DriftPolicy, compute_drift
 from mirrorworld.review.episode import episode_view
 from mirrorworld.review.quality import auto_pause, load_policy, quality_report
 from mirrorworld.review.queue import take_next
 from mirrorworld.review.stats import StatsOptions, compute_stats
-from mirrorworld.review.store import MAX_REASON, ROLES, Reviewer, ReviewInput, ReviewStore
+from mirrorworld.review.store import MAX_REASON, ROLES, Reviewer, ReviewInput, ReviewStore, record_verdict
 from mirrorworld.review.svg import bar_chart, line_chart
 from mirrorworld.review.templates import APP_CSS, APP_JS, TEMPLATES
 
@@ -296,7 +296,7 @@ class _App:
             "verdict": None,
         }
         if mode == "result":
-            ctx["verdict"] = record["verdict"]
+            ctx["verdict"] = record_verdict(record)
             if full:
                 ctx["reviews"] = self.store.reviews(None, "v.item_id=?", (item_id,))
                 ctx["adjudication"] = self.store.adjudications().get(item_id)

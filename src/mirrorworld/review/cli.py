@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
 
 __all__ = ["register"]
@@ -75,6 +76,12 @@ def register(sub: Any) -> dict[str, Any]:
     return {"review": cmd_review}
 
 
+def _registry(args: argparse.Namespace) -> Registry | None:
+    """The registry ``mirrorworld.cli.main`` put on the arguments (None: the installed worlds)."""
+    registry: Registry | None = getattr(args, "registry", None)
+    return registry
+
+
 def _store(path: str, *, create: bool = False) -> Any:
     from mirrorworld.review.store import ReviewStore
 
@@ -114,7 +121,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         QualityPolicy(min_gold_accuracy=args.min_gold_accuracy, min_peer_agreement=args.min_peer_agreement).to_dict(),
     )
     for p in args.runs:
-        _, new = store.add_run(p, audit=not args.no_audit)
+        _, new = store.add_run(p, audit=not args.no_audit, registry=_registry(args))
         print(f"{p}: {new} new episodes")
     for p in args.gold:
         _, new = store.add_run(p, gold=True, audit=False)
@@ -126,7 +133,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         store.add_reviewer("admin", password, "admin")
         print(f"created the admin account: name admin, password {password} (shown once)")
     print(f"review app on http://{args.host}:{args.port}/ (Ctrl+C stops it)", flush=True)
-    serve(create_app(store, secure_cookies=args.secure_cookies), host=args.host, port=args.port)
+    app = create_app(store, registry=_registry(args), secure_cookies=args.secure_cookies)
+    serve(app, host=args.host, port=args.port)
     return 0
 
 
@@ -228,7 +236,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         raise MirrorworldError(f"no regression cases at {missing[0]}")
-    summary = check_cases(args.paths)
+    summary = check_cases(args.paths, _registry(args))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

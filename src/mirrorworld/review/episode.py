@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.task import Task
 from mirrorworld.envs.chat import ChatEnv
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.core.registry import Registry, default
 
 __all__ = ["Change", "EpisodeView", "Step", "episode_view"]
 

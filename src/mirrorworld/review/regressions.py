@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mirrorworld.errors import MirrorworldError
 from mirrorworld.core.registry import Registry, default
+from mirrorworld.errors import MirrorworldError
 from mirrorworld.review.store import ReviewStore
 
 __all__ = [
@@ -194,7 +194,14 @@ def run_case(case: RegressionCase, registry: Registry | None = None) -> CaseResu
     world = (registry or default).get(case.world)
     env = ChatEnv(world, max_steps=10_000)
     record = run_episode(env, ReplayAgent({task.id: list(case.messages)}), task)
-    return CaseResult(case.id, case.status, case.human_passed, record.passed, list(record.verdict["evidence"]))
+    verdict = record.graded
+    if verdict is not None:
+        evidence = verdict.evidence
+    elif record.failure is not None:
+        evidence = [f"errored at the {record.failure.boundary} boundary: {record.failure.message}"]
+    else:
+        evidence = []
+    return CaseResult(case.id, case.status, case.human_passed, record.passed, evidence)
 
 
 def check_cases(paths: Sequence[str | Path], registry: Registry | None = None) -> dict[str, Any]:

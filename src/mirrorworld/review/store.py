@@ -45,7 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.verify.verdict import Verdict
 
 __all__ = [
     "FORMAT",
@@ -58,6 +60,7 @@ __all__ = [
     "ReviewStore",
     "Reviewer",
     "check_refs",
+    "record_verdict",
 ]
 
 FORMAT = "mirrorworld-review/1"
@@ -247,10 +250,22 @@ def _check_group(family: str, kind: str, params: dict[str, Any]) -> str:
     return f"{family}: {what}"
 
 
+def record_verdict(record: dict[str, Any]) -> Verdict | None:
+    """The verifier's verdict in an episode record; None when the episode was not graded (it errored).
+
+    Raises :class:`~mirrorworld.errors.RunFileError` when the stored verdict is malformed.
+    """
+    stored = record.get("verdict")
+    return Verdict.from_dict(stored) if stored else None
+
+
 def check_refs(record: dict[str, Any]) -> tuple[CheckRef, ...]:
     """The rubric rows of an episode record: its task's checks, then the verifier's gates."""
-    breakdown = record.get("verdict", {}).get("breakdown", {})
-    results = breakdown.get("state", {}).get("checks", {})
+    verdict = record_verdict(record)
+    gates = verdict.gates if verdict is not None else {}
+    state = gates.get("state")
+    checks = state.details.get("checks") if state is not None else None
+    results: dict[str, Any] = checks if isinstance(checks, dict) else {}
     family = str(record.get("family", "?"))
     refs: list[CheckRef] = []
     for c in record.get("task", {}).get("checks", []):
@@ -264,8 +279,8 @@ def check_refs(record: dict[str, Any]) -> tuple[CheckRef, ...]:
             )
         )
     for gate, label in GATE_LABELS.items():
-        if isinstance(breakdown.get(gate), dict):
-            refs.append(CheckRef(f"gate:{gate}", label, f"gate: {gate}", bool(breakdown[gate].get("passed"))))
+        if gate in gates:
+            refs.append(CheckRef(f"gate:{gate}", label, f"gate: {gate}", gates[gate].passed))
     return tuple(refs)
 
 
@@ -378,14 +393,17 @@ class ReviewStore:
 
     # -- runs and items ----------------------------------------------------------
 
-    def add_run(self, path: str | Path, *, gold: bool = False, audit: bool = True) -> tuple[int, int]:
+    def add_run(
+        self, path: str | Path, *, gold: bool = False, audit: bool = True, registry: Registry | None = None
+    ) -> tuple[int, int]:
         """Import a run file's episodes (again: only the new ones); return (run id, new items).
 
         ``gold`` marks every episode of the run as a honeypot whose known answer
         is its verdict: use it for runs whose outcome is known by construction
         (the oracle agent's, or a null agent's, on a world whose verifier audit
         passes). ``audit`` runs ``audit-run``'s reward-hacking detectors over the
-        episodes; flagged episodes are over-sampled into the queue.
+        episodes; flagged episodes are over-sampled into the queue, the run's
+        world looked up in ``registry`` (by default the installed worlds).
         """
         from mirrorworld.run.trajectories import RunFile
 
@@ -395,7 +413,7 @@ class ReviewStore:
             records = list(run.episodes())
         flags: dict[int, list[str]] = {}
         if audit and records:
-            flags = _audit_flags(p, records[0].task.get("world", ""))
+            flags = _audit_flags(p, records[0].task.get("world", ""), registry)
         with self.write() as conn:
             row = conn.execute("SELECT id FROM runs WHERE path=?", (str(p),)).fetchone()
             if row is None:
@@ -835,10 +853,10 @@ def _record_dict(rec: Any) -> dict[str, Any]:
     return data
 
 
-def _audit_flags(path: Path, world_name: str) -> dict[int, list[str]]:
+def _audit_flags(path: Path, world_name: str, registry: Registry | None = None) -> dict[int, list[str]]:
     """Episode index → the ``audit-run`` rules that flag it."""
     from mirrorworld.audit.runlog import audit_run
     from mirrorworld.core.registry import default
 
-    result = audit_run(path, default.get(world_name))
+    result = audit_run(path, (registry or default).get(world_name))
     return {int(e["index"]): sorted({f["rule"] for f in e["flags"]}) for e in result["episodes_flagged"]}

@@ -165,10 +165,12 @@ _EPISODE = """
 </table>{% endif %}</section>
 """
 
-_VERDICT = """<section id="verdict"><h2>Verifier verdict: <span class="{{ 'pass' if verdict.passed else 'fail' }}">{{ 'pass' if verdict.passed else 'fail' }}</span></h2>
+_VERDICT = """{% if verdict is none %}<section id="verdict"><h2>Verifier verdict: none</h2>
+<p>The episode errored before it could be graded{% if item.error %}: {{ item.error }}{% endif %}.</p></section>
+{% else %}<section id="verdict"><h2>Verifier verdict: <span class="{{ 'pass' if verdict.passed else 'fail' }}">{{ 'pass' if verdict.passed else 'fail' }}</span></h2>
 <table>{% for ref in item.checks %}<tr><td>{{ ref.label }}</td><td class="{{ 'pass' if ref.verifier else 'fail' }}">{{ 'pass' if ref.verifier else 'fail' }}</td></tr>{% endfor %}</table>
 {% if verdict.evidence %}<ul>{% for e in verdict.evidence %}<li>{{ e }}</li>{% endfor %}</ul>{% endif %}
-</section>"""
+</section>{% endif %}"""
 
 _ITEM = (
     """{% extends "base.html" %}

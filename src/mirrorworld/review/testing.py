@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
 
 __all__ = ["ReviewerClient", "make_runs", "running"]
@@ -33,13 +34,17 @@ def make_runs(
     *,
     episodes: int = 6,
     world: str = "helpdesk",
+    registry: Registry | None = None,
 ) -> list[Path]:
-    """One run file per agent in ``directory`` (``<agent>.sqlite``), ``episodes`` test-split tasks each."""
+    """One run file per agent in ``directory`` (``<agent>.sqlite``), ``episodes`` test-split tasks each.
+
+    ``world`` is looked up in ``registry`` (by default the installed worlds).
+    """
     from mirrorworld.agents import make_agent
     from mirrorworld.core.registry import default
     from mirrorworld.run import RunFile, run_episodes
 
-    w = default.get(world)
+    w = (registry or default).get(world)
     out = []
     for name in agents:
         agent = make_agent(name, seed=1)

@@ -1,23 +1,30 @@
-"""Multi-agent runs: one policy per role over team tasks, graded and recorded.
+"""Multi-agent runs: one policy per role over the tasks of any world with seats, graded and recorded.
 
-:func:`run_team_episode` plays one task with a policy behind every role
-(turn order within a cycle: customer, tier 1, supervisor, tier 2 — the AEC
-environment's order) and returns a :class:`TeamRecord`: the verdict of the
-shared verifier, each role's return and own reward term, every turn.
-:func:`summarize_team` adds per-role rewards to the usual run summary.
+:func:`run_team_episode` plays one task of a seated world
+(:class:`~mirrorworld.core.seats.Seated`) with a policy behind every role of
+its contact, in the world's turn order, through a
+:class:`~mirrorworld.episodes.TeamEpisode`, and returns a :class:`TeamRecord`:
+the verdict of the shared verifier, each role's return and own reward term,
+every turn. :func:`summarize_team` adds per-role rewards to the usual run
+summary. Nothing here imports a world.
+
+Policies are named per role. :func:`make_policies` reads them from the world:
+its :meth:`~mirrorworld.core.seats.Seated.policy_menu` maps each role's
+policy names to import paths (a ``RolePolicy`` class, built with no
+arguments, or a factory called with the runner's options as keyword
+arguments); a role the menu leaves out can be played by the generic
+baselines of :data:`POLICIES` (``gold``, ``idle``, ``refuse``, ``claim``). A
+role no name is given for plays the world's ``default_team`` policy, else
+``gold``: that is the reference team (:func:`gold_team`).
 
 ``mirrorworld run --multi-agent`` is :func:`run_multi_agent`; :func:`add_arguments`
-adds its options to the ``run`` parser. It writes the usual run file (one
-episode per task; the turns as messages, the per-role figures under the
-verdict's ``team`` key), so ``mirrorworld show`` reads it.
-
-Policies by name (``--customer``, ``--tier1``, ``--supervisor``, ``--tier2``):
-
-* customer: ``scripted`` (the seeded simulator), ``llm`` (an OpenAI-compatible
-  endpoint: ``--customer-base-url``, ``--customer-model``), ``idle``;
-* tier1: ``gold``, ``overreaching``, ``refuse``, ``claim``, ``idle``;
-* supervisor: ``diligent``, ``rubber-stamp``, ``idle``;
-* tier2: ``gold``, ``refuse``, ``idle``.
+adds its options to the ``run`` parser. ``--world`` names a seated world (a
+world without seats stands for the one registered seated world built on it:
+``helpdesk`` runs ``helpdesk_team``); ``--policy ROLE=NAME`` (repeatable)
+picks any role's policy, and ``--customer``, ``--tier1``, ``--supervisor``,
+``--tier2`` are shorthands for the helpdesk team's roles. It writes the usual
+run file (one episode per task; the turns as messages, the per-role figures
+under the verdict's ``team`` key), so ``mirrorworld show`` reads it.
 """
 
 from __future__ import annotations
@@ -33,83 +40,107 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
+from mirrorworld.core.registry import Registry, default, load_object
+from mirrorworld.core.seats import Seated, seats_of
 from mirrorworld.core.task import Split, Task
+from mirrorworld.core.world import World
+from mirrorworld.episodes import TeamEpisode
 from mirrorworld.errors import AgentError, MirrorworldError, RegistryError
 from mirrorworld.run.metrics import summarize
 from mirrorworld.run.runner import EpisodeRecord, _event
-from mirrorworld.sim.customer import ScriptedCustomer
-from mirrorworld.sim.policies import (
-    ClaimPolicy,
-    DiligentSupervisor,
-    GoldStaff,
-    IdlePolicy,
-    OverreachingStaff,
-    RefusePolicy,
-    RoleContext,
-    RolePolicy,
-    RubberStampSupervisor,
-)
-from mirrorworld.episodes.team import TeamEpisode
-from mirrorworld.worlds.helpdesk_team import CUSTOMER, ROLES, SUPERVISOR, TIER1, TIER2, HelpdeskTeamWorld
+from mirrorworld.sim.policies import RoleContext, RolePolicy
 
 __all__ = [
-    "GOLD_TEAM",
+    "DEFAULT_WORLD",
+    "GOLD_TEAM",  # noqa: F822 - the default world's reference team, read on first use (__getattr__)
     "POLICIES",
+    "ROLE_FLAGS",
     "TeamRecord",
     "add_arguments",
+    "gold_team",
     "make_policies",
+    "policy_menu",
     "run_multi_agent",
     "run_team_episode",
     "run_team_episodes",
     "summarize_team",
+    "team_world",
 ]
 
-PolicyFactory = Callable[[Mapping[str, Any]], RolePolicy]
+DEFAULT_WORLD = "helpdesk_team"
+"""The world ``--multi-agent`` runs when none is named."""
 
+_SIM = "mirrorworld.sim.policies"
 
-def _llm_customer(options: Mapping[str, Any]) -> RolePolicy:
-    from mirrorworld.sim.llm import LLMCustomer
-
-    if not options.get("customer_base_url") or not options.get("customer_model"):
-        raise RegistryError("the llm customer needs --customer-base-url and --customer-model")
-    return LLMCustomer(base_url=str(options["customer_base_url"]), model=str(options["customer_model"]))
-
-
-POLICIES: dict[str, dict[str, PolicyFactory]] = {
-    CUSTOMER: {"scripted": lambda o: ScriptedCustomer(), "llm": _llm_customer, "idle": lambda o: IdlePolicy()},
-    TIER1: {
-        "gold": lambda o: GoldStaff(),
-        "overreaching": lambda o: OverreachingStaff(),
-        "refuse": lambda o: RefusePolicy(),
-        "claim": lambda o: ClaimPolicy(),
-        "idle": lambda o: IdlePolicy(),
-    },
-    SUPERVISOR: {
-        "diligent": lambda o: DiligentSupervisor(),
-        "rubber-stamp": lambda o: RubberStampSupervisor(),
-        "idle": lambda o: IdlePolicy(),
-    },
-    TIER2: {"gold": lambda o: GoldStaff(), "refuse": lambda o: RefusePolicy(), "idle": lambda o: IdlePolicy()},
+POLICIES: Mapping[str, str] = {
+    "gold": f"{_SIM}:GoldStaff",
+    "idle": f"{_SIM}:IdlePolicy",
+    "refuse": f"{_SIM}:RefusePolicy",
+    "claim": f"{_SIM}:ClaimPolicy",
 }
-"""Policies by role and name (see the module docstring)."""
+"""The generic baselines by name (import paths): the policies of a role its world's menu leaves out."""
 
-GOLD_TEAM: dict[str, str] = {CUSTOMER: "scripted", TIER1: "gold", SUPERVISOR: "diligent", TIER2: "gold"}
-"""The reference team: the simulated customer with the scripted gold staff."""
+ROLE_FLAGS = ("customer", "tier1", "supervisor", "tier2")
+"""Roles with a command-line flag of their own (``--tier1 NAME`` is ``--policy tier1=NAME``)."""
 
 
-def make_policies(names: Mapping[str, str], **options: Any) -> dict[str, RolePolicy]:
-    """One policy per role, by name (``names`` may leave roles out: they get the reference team's)."""
+def policy_menu(world: World) -> dict[str, dict[str, str]]:
+    """Each role's policies by name: the world's menu, or :data:`POLICIES` for a role the menu leaves out."""
+    seats = seats_of(world)
+    menu = seats.policy_menu()
+    return {role: dict(menu[role]) if role in menu else dict(POLICIES) for role in seats.roles}
+
+
+def gold_team(world: World) -> dict[str, str]:
+    """The reference team of ``world``: each role's ``default_team`` policy, ``gold`` where it names none."""
+    seats = seats_of(world)
+    return {role: seats.default_team.get(role, "gold") for role in seats.roles}
+
+
+def _build(path: str, name: str, options: Mapping[str, Any]) -> RolePolicy:
+    made = load_object(path)
+    policy = made() if isinstance(made, type) else made(**options)
+    if not isinstance(policy, RolePolicy):
+        raise RegistryError(f"the policy {name!r} ({path}) built a {type(policy).__name__}, not a RolePolicy")
+    policy.name = name
+    return policy
+
+
+def make_policies(
+    world: World,
+    names: Mapping[str, str] | None = None,
+    *,
+    roles: Sequence[str] | None = None,
+    **options: Any,
+) -> dict[str, RolePolicy]:
+    """One new policy per role of ``world`` (or of ``roles``), by name (see the module docstring).
+
+    ``names`` may leave roles out: they play the reference team's policy
+    (:func:`gold_team`). ``options`` go to the policy factories (the llm
+    customer's ``customer_base_url`` and ``customer_model``). An unknown role
+    or policy name is a :class:`RegistryError`.
+    """
+    seats = seats_of(world)
+    names = dict(names or {})
+    for role in [*names, *(roles or ())]:
+        if role not in seats.roles:
+            raise RegistryError(f"world {world.name} has no role {role!r} (roles: {', '.join(seats.roles)})")
+    menu, team = policy_menu(world), gold_team(world)
     out: dict[str, RolePolicy] = {}
-    for role in ROLES:
-        name = names.get(role, GOLD_TEAM[role])
-        factory = POLICIES[role].get(name)
-        if factory is None:
-            known = ", ".join(POLICIES[role])
-            raise RegistryError(f"no {role} policy named {name!r} (known: {known})")
-        policy = factory(options)
-        policy.name = name
-        out[role] = policy
+    for role in roles if roles is not None else seats.roles:
+        name = names.get(role, team[role])
+        path = menu[role].get(name)
+        if path is None:
+            raise RegistryError(f"no {role} policy named {name!r} (known: {', '.join(menu[role])})")
+        out[role] = _build(path, name, options)
     return out
+
+
+def __getattr__(name: str) -> dict[str, str]:
+    """``GOLD_TEAM``: the reference team of :data:`DEFAULT_WORLD` (:func:`gold_team`), from the default registry."""
+    if name == "GOLD_TEAM":
+        return gold_team(default.get(DEFAULT_WORLD))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -139,6 +170,10 @@ class TeamRecord:
     error: str | None = None
     seconds: float = 0.0
     violations: dict[str, list[str]] = field(default_factory=dict)
+    world_roles: tuple[str, ...] = ()
+    """Every role of the world, in turn order (the task's contact may involve fewer)."""
+    simulated_role: str | None = None
+    """The world's ``simulated_role`` (the customer), if it has one."""
 
     def to_episode_record(self) -> EpisodeRecord:
         """This episode in the run-file format (turns as messages, team figures under ``verdict["team"]``)."""
@@ -180,7 +215,7 @@ class TeamRecord:
 
 
 def run_team_episode(
-    world: HelpdeskTeamWorld,
+    world: World,
     task: Task,
     policies: Mapping[str, RolePolicy],
     *,
@@ -189,9 +224,19 @@ def run_team_episode(
     penalty: float = 1.0,
     index: int = 0,
 ) -> TeamRecord:
-    """Play ``task`` with a policy behind each of its roles and grade it."""
+    """Play ``task`` with a policy behind each role of its contact and grade it.
+
+    Every cycle each role acts once, in turn order, until the episode ends;
+    the episode decides everything else (seats, end, rewards). A policy that
+    cannot act (:class:`~mirrorworld.errors.AgentError`: an endpoint down)
+    makes the episode errored, scored 0, not a team failure.
+    """
     started = time.perf_counter()
     ep = TeamEpisode(world, task, max_cycles=max_cycles, reward=reward, penalty=penalty)
+    missing = [r for r in ep.roles if r not in policies]
+    if missing:
+        ep.close()
+        raise MirrorworldError(f"no policy for role(s) {', '.join(missing)} of task {task.id}")
     error = None
     try:
         for role in ep.roles:
@@ -232,13 +277,15 @@ def run_team_episode(
         error=error,
         seconds=time.perf_counter() - started,
         violations={r: [f"step {v.step}: {v.rule}" for v in vs] for r, vs in ep.violations_by_role().items() if vs},
+        world_roles=tuple(ep.seats.roles),
+        simulated_role=ep.seats.simulated_role,
     )
     ep.close()
     return record
 
 
 def run_team_episodes(
-    world: HelpdeskTeamWorld,
+    world: World,
     policies: Mapping[str, RolePolicy],
     *,
     episodes: int,
@@ -261,18 +308,29 @@ def run_team_episodes(
     return records
 
 
-def _roles_block(records: Sequence[TeamRecord]) -> dict[str, float]:
+def _role_order(records: Sequence[TeamRecord]) -> list[str]:
+    """Every role the records name: the world's turn order first, then any other in order of appearance."""
+    order: list[str] = []
+    for r in records:
+        for role in (*r.world_roles, *r.returns):
+            if role not in order:
+                order.append(role)
+    return order
+
+
+def _roles_block(records: Sequence[TeamRecord], order: Sequence[str]) -> dict[str, float]:
     by_role: dict[str, list[float]] = defaultdict(list)
     for r in records:
         for role, value in r.returns.items():
             by_role[role].append(value)
-    return {role: round(fmean(by_role[role]), 4) for role in ROLES if by_role.get(role)}
+    return {role: round(fmean(by_role[role]), 4) for role in order if by_role.get(role)}
 
 
 def summarize_team(records: Sequence[TeamRecord], *, seconds: float | None = None) -> dict[str, Any]:
     """The run summary (pass rates, rewards, gates, as for one agent) plus per-role figures."""
+    order = _role_order(records)
     out = summarize([r.to_episode_record() for r in records], seconds=seconds)
-    out["roles"] = _roles_block(records)
+    out["roles"] = _roles_block(records, order)
     out["customer_left"] = sum(r.customer_left for r in records)
     out["truncated"] = sum(r.truncated for r in records)
     out["mean_cycles"] = round(fmean(r.cycles for r in records), 2) if records else 0.0
@@ -286,12 +344,12 @@ def summarize_team(records: Sequence[TeamRecord], *, seconds: float | None = Non
     for r in records:
         fams[r.family].append(r)
     for name, rs in fams.items():
-        out["families"][name]["roles"] = _roles_block(rs)
+        out["families"][name]["roles"] = _roles_block(rs, order)
     if records:
         policies: dict[str, str] = {}
         for r in records:
             policies.update(r.policies)
-        out["policies"] = {role: policies[role] for role in ROLES if role in policies}
+        out["policies"] = {role: policies[role] for role in order if role in policies}
         out["agent"] = "team"
     return out
 
@@ -302,15 +360,67 @@ def summarize_team(records: Sequence[TeamRecord], *, seconds: float | None = Non
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``--multi-agent`` options to the ``run`` parser (which already has the run options)."""
     g = parser.add_argument_group("multi-agent (--multi-agent)")
-    g.add_argument("--multi-agent", action="store_true", help="run a team over the helpdesk_team world")
-    g.add_argument("--customer", default="scripted", help=f"customer policy: {', '.join(POLICIES[CUSTOMER])}")
-    g.add_argument("--tier1", default="gold", help=f"tier-1 policy: {', '.join(POLICIES[TIER1])}")
-    g.add_argument("--supervisor", default="diligent", help=f"supervisor policy: {', '.join(POLICIES[SUPERVISOR])}")
-    g.add_argument("--tier2", default="gold", help=f"tier-2 policy: {', '.join(POLICIES[TIER2])}")
+    g.add_argument(
+        "--multi-agent", action="store_true", help=f"run a team over a world with seats (default {DEFAULT_WORLD})"
+    )
+    g.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="ROLE=NAME",
+        help="the policy one role plays (repeatable; names come from the world's policy menu); "
+        "a role left out plays the world's default team",
+    )
+    for role in ROLE_FLAGS:
+        g.add_argument(f"--{role}", default=None, metavar="NAME", help=f"the {role} policy (--policy {role}=NAME)")
     g.add_argument("--max-cycles", type=int, default=40, help="cycles before an episode is truncated")
     g.add_argument("--penalty", type=float, default=1.0, help="a role's charge per hard rule its calls break")
     g.add_argument("--customer-base-url", default=None, help="OpenAI-compatible endpoint of the llm customer")
     g.add_argument("--customer-model", default=None, help="model of the llm customer")
+
+
+def team_world(registry: Registry, name: str, *, scale: float = 1.0) -> World:
+    """The seated world ``name`` stands for: itself when it has seats, else the one registered world
+    with seats that extends it (``helpdesk`` stands for ``helpdesk_team``); else a :class:`MirrorworldError`."""
+    world = registry.get(name, scale=scale)
+    if isinstance(world, Seated):
+        return world
+    seated: dict[str, World] = {}
+    for other in registry.names():
+        try:
+            candidate = registry.get(other, scale=scale)
+        except MirrorworldError:  # a world that cannot be built is no candidate
+            continue
+        if isinstance(candidate, Seated):
+            seated[other] = candidate
+    extending = [w for w in seated.values() if isinstance(w, type(world))]
+    if len(extending) == 1:
+        return extending[0]
+    known = ", ".join(seated) or "none registered"
+    raise MirrorworldError(
+        f"--multi-agent needs a world with seats; {world.name} has none (worlds with seats: {known})"
+    )
+
+
+def _policy_names(args: argparse.Namespace) -> dict[str, str]:
+    """The roles' policy names from ``--policy ROLE=NAME`` and the per-role flags."""
+    names: dict[str, str] = {}
+
+    def put(role: str, name: str, how: str) -> None:
+        if role in names and names[role] != name:
+            raise MirrorworldError(f"{how}: the {role} is already given policy {names[role]!r}")
+        names[role] = name
+
+    for item in getattr(args, "policy", None) or ():
+        role, sep, name = str(item).partition("=")
+        if not sep or not role.strip() or not name.strip():
+            raise MirrorworldError(f"--policy takes ROLE=NAME, not {str(item)[:80]!r}")
+        put(role.strip(), name.strip(), f"--policy {item}")
+    for role in ROLE_FLAGS:
+        flag = getattr(args, role, None)
+        if flag is not None:
+            put(role, str(flag), f"--{role} {flag}")
+    return names
 
 
 def run_multi_agent(args: argparse.Namespace) -> int:
@@ -321,28 +431,22 @@ def run_multi_agent(args: argparse.Namespace) -> int:
     max_cycles = int(getattr(args, "max_cycles", 40))
     if episodes < 1 or max_cycles < 1:
         raise MirrorworldError("--episodes and --max-cycles must be at least 1")
-    name = getattr(args, "world", "helpdesk_team")
-    if name not in ("helpdesk", "helpdesk_team"):
-        raise MirrorworldError(f"--multi-agent runs the helpdesk_team world, not {name!r}")
-    from mirrorworld.core.registry import default
-
-    world: Any = default.get("helpdesk_team", scale=float(getattr(args, "scale", 1.0)))
+    registry: Registry = getattr(args, "registry", None) or default
+    scale = float(getattr(args, "scale", 1.0))
+    world = team_world(registry, getattr(args, "world", None) or DEFAULT_WORLD, scale=scale)
     fam_arg = getattr(args, "families", None)
     families = [f.strip() for f in fam_arg.split(",") if f.strip()] if fam_arg else None
     for f in families or ():
         world.family(f)
-    names = {
-        CUSTOMER: getattr(args, "customer", "scripted"),
-        TIER1: getattr(args, "tier1", "gold"),
-        SUPERVISOR: getattr(args, "supervisor", "diligent"),
-        TIER2: getattr(args, "tier2", "gold"),
-    }
     policies = make_policies(
-        names,
+        world,
+        _policy_names(args),
         customer_base_url=getattr(args, "customer_base_url", None),
         customer_model=getattr(args, "customer_model", None),
     )
+    names = {role: policy.name for role, policy in policies.items()}
     split: Split = getattr(args, "split", "test")
+    start = int(getattr(args, "start", 0))
     out_arg = getattr(args, "out", None)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     out = Path(out_arg) if out_arg else Path("runs") / f"{world.name}-team-{stamp}.sqlite"
@@ -356,8 +460,8 @@ def run_multi_agent(args: argparse.Namespace) -> int:
         "trials": 1,
         "families": families,
         "max_cycles": max_cycles,
-        "scale": float(getattr(args, "scale", 1.0)),
-        "start": int(getattr(args, "start", 0)),
+        "scale": scale,
+        "start": start,
     }
     runfile = RunFile.create(out, meta)
     started = time.perf_counter()
@@ -368,7 +472,7 @@ def run_multi_agent(args: argparse.Namespace) -> int:
             episodes=episodes,
             split=split,
             families=families,
-            start=int(getattr(args, "start", 0)),
+            start=start,
             max_cycles=max_cycles,
             penalty=float(getattr(args, "penalty", 1.0)),
             on_record=lambda r: runfile.add(r.to_episode_record()),
@@ -391,7 +495,7 @@ def print_team_summary(summary: dict[str, Any], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    roles = [r for r in ROLES if r in summary.get("roles", {})]
+    roles = list(summary.get("roles", {}))
     table = Table(title=title)
     table.add_column("family", no_wrap=True, min_width=20)
     for col in ("episodes", "pass rate", *roles):
@@ -421,7 +525,7 @@ def print_team_summary(summary: dict[str, Any], title: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``run_multi_agent`` as its own command (``python -m mirrorworld.run.multiagent``)."""
     parser = argparse.ArgumentParser(prog="mirrorworld run --multi-agent")
-    parser.add_argument("--world", default="helpdesk_team")
+    parser.add_argument("--world", default=DEFAULT_WORLD)
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--split", choices=("train", "test"), default="test")
     parser.add_argument("--families", default=None)

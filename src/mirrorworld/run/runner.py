@@ -1,4 +1,24 @@
-"""The runner: agents × tasks × trials → graded, recorded episodes."""
+"""The runner: agents × tasks × trials → graded, recorded episodes.
+
+**Failures have a boundary.** The runner calls three kinds of code it does not
+own, each inside :func:`~mirrorworld.errors.boundary`:
+
+* the agent (``reset``, ``act``): an :class:`~mirrorworld.errors.AgentError` (an
+  endpoint down, a bad response) and any other exception out of the agent's
+  code are ``infrastructure`` failures: the agent's code is the harness that
+  produces actions, not the behaviour being graded, so a bug in it never scores
+  0 (an agent's mistakes are refused tool calls, which do);
+* the world, through the chat encoding and its :class:`~mirrorworld.episodes.Episode`
+  (``reset``, ``step``): a crashed tool or task is a ``world`` failure (the
+  episode layer raises :class:`~mirrorworld.errors.WorldError` for it), a
+  verdict that cannot be reached on the ending step a ``verifier`` one;
+* the verifier (``finish``): a ``verifier`` failure.
+
+The first failure stops the episode and is recorded with it
+(:attr:`EpisodeRecord.failure`): such an episode is *errored*, not graded (its
+``verdict`` is empty, ``passed`` false, ``score`` and ``reward`` 0.0), and the
+summary counts it per boundary instead of in any pass rate.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +33,25 @@ from mirrorworld.core.session import Event
 from mirrorworld.core.task import Split, Task
 from mirrorworld.core.world import World
 from mirrorworld.envs.chat import ChatEnv
-from mirrorworld.errors import AgentError
+from mirrorworld.episodes import Episode
+from mirrorworld.errors import Failure, MirrorworldError, boundary
+from mirrorworld.verify.verdict import Verdict
 
 __all__ = ["EpisodeRecord", "RunResult", "run_episode", "run_episodes"]
 
 
 @dataclass
 class EpisodeRecord:
-    """One graded episode, as stored in a run file."""
+    """One episode, as stored in a run file.
+
+    ``verdict`` is the stored form of the verdict (:meth:`Verdict.to_dict`, plus
+    any key a runner adds, such as a team run's ``team``), empty for an episode
+    that was not graded; :attr:`graded` reads it as a :class:`Verdict`.
+    ``failure`` is the failure that stopped an errored episode and ``error`` its
+    message. A record that has only an ``error`` (older run files, runners that
+    record a message) is taken as an infrastructure failure of kind
+    ``AgentError``, the only failure such records carried.
+    """
 
     index: int
     task_id: str
@@ -40,6 +71,28 @@ class EpisodeRecord:
     world_hash: str
     error: str | None = None
     seconds: float = 0.0
+    failure: Failure | None = None
+
+    def __post_init__(self) -> None:
+        if self.failure is None and self.error is not None:
+            self.failure = Failure("infrastructure", "AgentError", self.error)
+        elif self.failure is not None and self.error is None:
+            self.error = self.failure.message
+
+    @property
+    def errored(self) -> bool:
+        """The episode stopped on a failure (see :attr:`failure`): it is not graded."""
+        return self.failure is not None
+
+    @property
+    def graded(self) -> Verdict | None:
+        """The verdict as a :class:`Verdict`; None when the episode was not graded.
+
+        Raises :class:`~mirrorworld.errors.RunFileError` when the stored verdict is malformed.
+        """
+        if not self.verdict:
+            return None
+        return Verdict.from_dict(self.verdict)
 
 
 @dataclass
@@ -59,19 +112,32 @@ def _event(e: Event) -> dict[str, Any]:
 
 
 def run_episode(env: ChatEnv, agent: Agent, task: Task, *, index: int = 0, trial: int = 0) -> EpisodeRecord:
-    """Play one episode of ``task`` with ``agent`` and grade it."""
+    """Play one episode of ``task`` with ``agent`` and grade it; a failure is recorded, never raised.
+
+    See the module docstring for how a failure is attributed.
+    """
     started = time.perf_counter()
-    env.reset(task=task)
-    error = None
+    name = f"agent {agent.name}"
+    ep: Episode | None = None
+    verdict: Verdict | None = None
+    failure: Failure | None = None
     try:
-        agent.reset(EpisodeContext(env.world, task, seed=task.seed * 1000 + trial))
-        while not env.done:
-            env.step(agent.act(list(env.messages), env.tools))
-    except AgentError as err:
-        error = str(err)
-    ep = env.episode
-    assert ep is not None
-    verdict = ep.finish()
+        with boundary("world", f"{env.world.name}: starting {task.id}"):
+            env.reset(task=task)
+        ep = env.episode
+        assert ep is not None
+        with boundary("infrastructure", name):
+            agent.reset(EpisodeContext(env.world, task, seed=task.seed * 1000 + trial))
+        while not ep.over:
+            with boundary("infrastructure", name):
+                message = agent.act(list(env.messages), env.tools)
+            with boundary("world", f"{env.world.name}: stepping {task.id}"):
+                env.step(message)
+        with boundary("verifier", f"grading {task.id}"):
+            verdict = ep.finish()
+    except MirrorworldError as err:
+        failure = ep.failure if ep is not None and ep.failure is not None else Failure.of(err)
+        verdict = None
     record = EpisodeRecord(
         index=index,
         task_id=task.id,
@@ -80,16 +146,16 @@ def run_episode(env: ChatEnv, agent: Agent, task: Task, *, index: int = 0, trial
         split=task.split,
         trial=trial,
         agent=agent.name,
-        passed=verdict.passed and error is None,
-        score=verdict.score if error is None else 0.0,
-        reward=ep.total_reward if error is None else 0.0,
-        steps=ep.session.steps,
-        messages=list(env.messages),
-        calls=[_event(e) for e in ep.session.events],
-        verdict=verdict.to_dict(),
+        passed=verdict is not None and verdict.passed,
+        score=verdict.score if verdict is not None else 0.0,
+        reward=ep.total_reward if ep is not None and verdict is not None else 0.0,
+        steps=ep.session.steps if ep is not None else 0,
+        messages=list(env.messages) if ep is not None else [],
+        calls=[_event(e) for e in ep.session.events] if ep is not None else [],
+        verdict=verdict.to_dict() if verdict is not None else {},
         task=task.to_dict(),
         world_hash=env.world.content_hash,
-        error=error,
+        failure=failure,
         seconds=time.perf_counter() - started,
     )
     env.close()

@@ -41,22 +41,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import orjson
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.websockets import WebSocketDisconnect
 
-from mirrorworld.errors import MirrorworldError
 from mirrorworld.core.registry import Registry
+from mirrorworld.errors import MirrorworldError
 from mirrorworld.server.config import ServerConfig
 from mirrorworld.server.models import (
     CreateRequest,
@@ -67,122 +65,34 @@ from mirrorworld.server.models import (
     StepRequest,
     StepResponse,
     VerdictResponse,
-    request_schema,
 )
-from mirrorworld.server.sessions import ApiError, RawJSON, SessionManager
+from mirrorworld.server.openenv import add_openenv_routes
+from mirrorworld.server.sessions import ApiError, SessionManager
+from mirrorworld.server.wire import (
+    API_VERSION,
+    JSON_TYPE,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    access,
+    body_schema,
+    client_of,
+    dumps,
+    error_response,
+    guarded,
+    json_response,
+    log,
+    parse_json,
+    step_args,
+)
 
 __all__ = ["API_VERSION", "Gate", "create_app", "dumps", "json_response", "parse_json"]
 
-API_VERSION = "1.0.0"
-"""Version of the wire protocol (the OpenAPI ``info.version``)."""
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-log = logging.getLogger("mirrorworld.server")
-access = logging.getLogger("mirrorworld.server.access")
-
-_JSON = "application/json"
 _OPEN_PATHS = frozenset({"/health"})
 _MCP_PATH = re.compile(r"^/v1/sessions/([^/]+)/mcp/?$")
 _STEP_PATH = re.compile(r"^/v1/sessions/([^/]+)/step$")
-
-
-# -- helpers -------------------------------------------------------------------------
-
-
-def _orjson_default(value: Any) -> Any:
-    if isinstance(value, RawJSON):
-        return orjson.Fragment(value.text)
-    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
-
-
-def _stdlib_default(value: Any) -> Any:
-    if isinstance(value, RawJSON):
-        return json.loads(value.text)
-    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
-
-
-def dumps(obj: Any) -> bytes:
-    """JSON bytes of ``obj`` (:class:`RawJSON` values spliced in as they are).
-
-    orjson first; the standard library for what orjson refuses (strings that
-    hold lone surrogates, which an agent can write into a record).
-    """
-    try:
-        return orjson.dumps(obj, default=_orjson_default)
-    except TypeError:
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), default=_stdlib_default).encode()
-
-
-def json_response(body: Any, status: int = 200) -> Response:
-    """A JSON response (see :func:`dumps`)."""
-    return Response(dumps(body), status_code=status, media_type=_JSON)
-
-
-def error_response(err: ApiError) -> Response:
-    headers = {"Retry-After": str(max(1, round(err.extra["retry_after_s"])))} if "retry_after_s" in err.extra else None
-    return Response(dumps(err.body()), status_code=err.status, media_type=_JSON, headers=headers)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
-def parse_json(body: bytes | str, *, empty_ok: bool = True) -> Any:
-    """The JSON value of a body (``{}`` for an empty one), or ``400 invalid_json``.
-
-    orjson first; what it refuses is tried with the standard library, which
-    accepts the escaped lone surrogates that ``Session.call`` accepts too (but
-    not ``NaN`` or ``Infinity``, which are not JSON).
-    """
-    if empty_ok and (not body or not body.strip()):
-        return {}
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        raise ApiError(400, "invalid_json", "the body is not valid JSON") from None
-
-
-def step_args(obj: Any) -> tuple[str, Any]:
-    """``(tool, args)`` from a step body, checked against :class:`StepRequest`."""
-    if not isinstance(obj, dict):
-        raise ApiError(400, "invalid_request", "the body must be a JSON object")
-    tool = obj.get("tool")
-    if not isinstance(tool, str):
-        raise ApiError(400, "invalid_request", "tool: a string is required")
-    if len(tool) > 200:
-        raise ApiError(400, "invalid_request", "tool: at most 200 characters")
-    args = obj.get("args")
-    if args is not None and not isinstance(args, (dict, str)):
-        raise ApiError(400, "invalid_request", "args: an object, a JSON string or null is required")
-    if len(obj) > 2 or (len(obj) == 2 and "args" not in obj):
-        extra = sorted(set(obj) - {"tool", "args"})
-        raise ApiError(400, "invalid_request", f"{extra[0]}: unknown field")
-    return tool, args
-
-
-def client_of(scope: Scope) -> str:
-    """The client key of a connection: the peer's address."""
-    peer = scope.get("client")
-    return str(peer[0]) if peer else "unknown"
-
-
-def body_schema(model: type[Any], config: ServerConfig) -> dict[str, Any]:
-    """``openapi_extra`` declaring ``model`` as the JSON request body (the route parses it itself)."""
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {_JSON: {"schema": request_schema(model, config.max_steps_limit)}},
-        }
-    }
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -376,7 +286,7 @@ class _TooLarge(ApiError):
 
 async def _send_error(send: Send, err: ApiError) -> None:
     body = dumps(err.body())
-    headers = [(b"content-type", _JSON.encode()), (b"content-length", str(len(body)).encode())]
+    headers = [(b"content-type", JSON_TYPE.encode()), (b"content-length", str(len(body)).encode())]
     if "retry_after_s" in err.extra:
         headers.append((b"retry-after", str(max(1, round(err.extra["retry_after_s"]))).encode()))
     await send({"type": "http.response.start", "status": err.status, "headers": headers})
@@ -432,9 +342,6 @@ def create_app(
     app.state.manager = manager
     _add_error_handlers(app)
     _add_routes(app, manager)
-
-    from mirrorworld.server.openenv import add_openenv_routes
-
     add_openenv_routes(app, manager)
     gate = Gate(app, config, mcp_app, manager)
     gate.manager = manager  # type: ignore[attr-defined]
@@ -482,28 +389,25 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
 
 
-def guarded(
-    handler: Callable[[Request], Awaitable[Response]],
-) -> Callable[[Request], Awaitable[Response]]:
-    """Turn ``ApiError`` into its response and any other exception into a logged ``500``."""
-
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except ApiError as err:
-            return error_response(err)
-        except Exception as err:
-            log.exception("internal error on %s %s", request.method, request.url.path)
-            kind = f"the {err.boundary} failed" if isinstance(err, MirrorworldError) else "a server bug"
-            return error_response(ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
-
-    endpoint.__name__ = handler.__name__
-    endpoint.__doc__ = handler.__doc__
-    return endpoint
+Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _add_routes(app: FastAPI, manager: SessionManager) -> None:
-    def route(
+class _Routes:
+    """``@routes(method, path, summary=...)`` adds a documented JSON route to ``app``.
+
+    Each route answers failures through :func:`guarded`, documents the error
+    statuses of ``_ERRORS`` and its answer as ``model`` (under ``status``),
+    declares ``body`` as its request body (the handler parses it itself, see
+    :func:`body_schema`) and is tagged ``sessions`` or ``server`` by its path.
+    The OpenAPI document lists the routes in the order they are added.
+    """
+
+    def __init__(self, app: FastAPI, config: ServerConfig) -> None:
+        self.app = app
+        self.config = config
+
+    def __call__(
+        self,
         method: str,
         path: str,
         *,
@@ -511,23 +415,42 @@ def _add_routes(app: FastAPI, manager: SessionManager) -> None:
         model: type[Any] | None = None,
         status: int = 200,
         summary: str,
-    ) -> Callable[[Callable[[Request], Awaitable[Response]]], None]:
-        def register(handler: Callable[[Request], Awaitable[Response]]) -> None:
+    ) -> Callable[[Handler], None]:
+        def register(handler: Handler) -> None:
             responses: dict[int | str, dict[str, Any]] = dict(_ERRORS)
             if model is not None:
                 responses[status] = {"model": model, "description": "OK"}
-            app.add_api_route(
+            self.app.add_api_route(
                 path,
                 guarded(handler),
                 methods=[method],
                 summary=summary,
                 status_code=status,
                 responses=responses,
-                openapi_extra=body_schema(body, manager.config) if body is not None else None,
+                openapi_extra=body_schema(body, self.config) if body is not None else None,
                 tags=["sessions" if path.startswith("/v1/sessions") else "server"],
             )
 
         return register
+
+
+def _add_routes(app: FastAPI, manager: SessionManager) -> None:
+    """The routes of the module docstring's table, in its order, and ``WS /v1/ws``."""
+    route = _Routes(app, manager.config)
+    _add_world_routes(route, manager)
+    _add_session_routes(route, manager)
+
+    @route("GET", "/v1/stats", summary="Counters")
+    async def stats(request: Request) -> Response:
+        return json_response(manager.stats())
+
+    @app.websocket("/v1/ws")
+    async def ws(websocket: WebSocket) -> None:
+        await serve_ws(websocket, manager)
+
+
+def _add_world_routes(route: _Routes, manager: SessionManager) -> None:
+    """``/health`` and the served worlds."""
 
     @route("GET", "/health", summary="Liveness and load")
     async def health(request: Request) -> Response:
@@ -562,6 +485,10 @@ def _add_routes(app: FastAPI, manager: SessionManager) -> None:
                 "policy": w.policy,
             }
         )
+
+
+def _add_session_routes(route: _Routes, manager: SessionManager) -> None:
+    """A session's life: create, look at, reset, step, state, verdict, fork, close."""
 
     @route("POST", "/v1/sessions", body=CreateRequest, model=SessionInfo, status=201, summary="Create a session")
     async def create(request: Request) -> Response:
@@ -605,14 +532,6 @@ def _add_routes(app: FastAPI, manager: SessionManager) -> None:
         sid = request.path_params["session_id"]
         manager.close(sid)
         return json_response({"session_id": sid, "closed": True})
-
-    @route("GET", "/v1/stats", summary="Counters")
-    async def stats(request: Request) -> Response:
-        return json_response(manager.stats())
-
-    @app.websocket("/v1/ws")
-    async def ws(websocket: WebSocket) -> None:
-        await serve_ws(websocket, manager)
 
 
 # -- the multiplexed WebSocket protocol ------------------------------------------------

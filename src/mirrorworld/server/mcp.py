@@ -44,7 +44,9 @@ from pydantic import AnyUrl
 
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.server.openenv import mcp_call_result
+from mirrorworld.server.options import add_mcp_arguments
 from mirrorworld.server.sessions import ApiError, SessionManager
+from mirrorworld.server.wire import error_response
 
 __all__ = ["build_mcp_server", "main", "run_stdio", "session_mcp_app"]
 
@@ -144,8 +146,6 @@ def session_mcp_app(
             try:
                 manager.get(sid)
             except ApiError as err:
-                from mirrorworld.server.app import error_response
-
                 await error_response(err)(scope, receive, send)
                 return
         await http.handle_request(scope, receive, send)
@@ -194,10 +194,8 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m mirrorworld.server.mcp``: the same as ``mirrorworld mcp``."""
-    from mirrorworld.server.cli import from_mcp_add_arguments
-
     p = argparse.ArgumentParser(prog="mirrorworld mcp", description="Serve one session's tools over MCP stdio.")
-    from_mcp_add_arguments(p)
+    add_mcp_arguments(p)
     try:
         return run(p.parse_args(argv))
     except MirrorworldError as err:

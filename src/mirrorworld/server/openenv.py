@@ -38,7 +38,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.websockets import WebSocketDisconnect
 
-from mirrorworld.server.app import (
+from mirrorworld.server.models import CreateRequest, ErrorResponse
+from mirrorworld.server.sessions import ApiError, LiveSession, RawJSON, SessionManager
+from mirrorworld.server.wire import (
     API_VERSION,
     access,
     body_schema,
@@ -50,8 +52,6 @@ from mirrorworld.server.app import (
     parse_json,
     step_args,
 )
-from mirrorworld.server.models import CreateRequest, ErrorResponse
-from mirrorworld.server.sessions import ApiError, LiveSession, RawJSON, SessionManager
 
 __all__ = ["add_openenv_routes", "jsonrpc", "mcp_tools"]
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import uvicorn
 
-from mirrorworld.errors import MirrorworldError
 from mirrorworld.core.registry import Registry
+from mirrorworld.errors import MirrorworldError
 from mirrorworld.server.app import create_app
 from mirrorworld.server.config import ServerConfig
 

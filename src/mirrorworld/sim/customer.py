@@ -23,6 +23,11 @@ the same way in any process:
   leaves the chat (``leave_chat``), and the contact ends unresolved.
 
 Its wording varies with the persona, never the facts it states.
+
+It speaks the contact-center protocol of the helpdesk team, as data: the
+tools ``message_agent``, ``check_email``, ``confirm_change`` and
+``leave_chat``, and inbox messages of kind ``question`` (with a ``topic``),
+``confirmation_request`` and ``final``. It imports no world.
 """
 
 from __future__ import annotations
@@ -33,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mirrorworld.core.task import Task, ToolCall
-from mirrorworld.sim.policies import RoleContext, RolePolicy
 from mirrorworld.episodes.team import Action, RoleObservation
+from mirrorworld.sim.policies import RoleContext, RolePolicy
 
 __all__ = ["CustomerProfile", "ScriptedCustomer"]
 

@@ -4,16 +4,21 @@
 message is the customer's briefing (their profile: who they are, what they
 want, what only they know, how they behave). At each of the customer's turns
 it adds what is new — messages from the agents, the result of its own last
-tool call — and the model answers with one call of the customer's tools
-(``check_email``, ``message_agent``, ``confirm_change``, ``leave_chat``) or
-with text only, which means waiting.
+tool call — and the model answers with one call of the tools of the seat
+it plays (``role_tools``; in the helpdesk team ``check_email``,
+``message_agent``, ``confirm_change``, ``leave_chat``) or with text only,
+which means waiting.
 
 Transport is :class:`~mirrorworld.agents.openai.OpenAIAgent` (standard
 library only); an endpoint that is down raises :class:`~mirrorworld.errors.AgentError`,
 which the runner records as an errored episode, never as the team's failure.
 
 Patience is kept outside the model: after ``patience`` turns in a row with
-nothing new from the agents, the customer leaves, as the scripted one does.
+nothing new from the agents, the customer leaves (``leave_chat``), as the
+scripted one does.
+
+:func:`llm_customer` is the factory a world's ``policy_menu`` names (the
+helpdesk team's ``llm`` customer): it takes the multi-agent runner's options.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from typing import Any
 
 from mirrorworld.agents.base import Message
 from mirrorworld.agents.openai import OpenAIAgent
+from mirrorworld.core.seats import seats_of
 from mirrorworld.core.task import ToolCall
+from mirrorworld.episodes.team import Action, RoleObservation
+from mirrorworld.errors import RegistryError
 from mirrorworld.sim.customer import CustomerProfile
 from mirrorworld.sim.policies import RoleContext, RolePolicy
-from mirrorworld.episodes.team import Action, RoleObservation
 
-__all__ = ["SYSTEM", "LLMCustomer"]
+__all__ = ["SYSTEM", "LLMCustomer", "llm_customer"]
 
 SYSTEM = (
     "You are role-playing a customer in a live support chat. Stay in character; never reveal that you are "
@@ -90,7 +97,7 @@ class LLMCustomer(RolePolicy):
     def reset(self, context: RoleContext) -> None:
         world = context.world
         self.profile = CustomerProfile.from_task(context.task)
-        self.tools = [world.tools_by_name[name].openai_schema() for name in world.role_tools["customer"]]
+        self.tools = [world.tools_by_name[name].openai_schema() for name in seats_of(world).role_tools[context.role]]
         self.chat: list[Message] = []
         self._seen = 0
         self._idle = 0
@@ -140,3 +147,11 @@ class LLMCustomer(RolePolicy):
         )
         self._pending_call = call_id
         return ToolCall(name, args if args is not None else {})
+
+
+def llm_customer(**options: Any) -> LLMCustomer:
+    """The ``llm`` customer of the multi-agent runner, from its ``customer_base_url`` and ``customer_model`` options."""
+    base_url, model = options.get("customer_base_url"), options.get("customer_model")
+    if not base_url or not model:
+        raise RegistryError("the llm customer needs --customer-base-url and --customer-model")
+    return LLMCustomer(base_url=str(base_url), model=str(model))

@@ -1,20 +1,22 @@
 """How often a gold team fails because of its simulated customer.
 
 A simulator is only useful if a team that does everything right passes with
-it. :func:`measure_simulator` plays the gold staff (:class:`~mirrorworld.sim.policies.GoldStaff`
-for tier 1 and tier 2, :class:`~mirrorworld.sim.policies.DiligentSupervisor`)
-over ``seeds`` tasks of every family twice:
+it. :func:`measure_simulator` plays the world's reference staff (its
+``default_team`` for every role but the ``simulated_role``, ``gold`` where it
+names none; in the helpdesk team, gold tier 1 and tier 2 with the diligent
+supervisor) over ``seeds`` tasks of every family twice:
 
-1. with a **reference customer** that plays the customer's share of the gold
-   trajectory (``GoldStaff`` in the customer's seat): every such episode must
-   pass, which shows the staff are right;
+1. with a **reference customer** that plays the simulated role's share of the
+   gold trajectory (:class:`~mirrorworld.sim.policies.GoldStaff` in its seat):
+   every such episode must pass, which shows the staff are right;
 2. with the **simulator** under test.
 
 Every task the reference passes and the simulator fails is a simulator
 failure, sorted by its first cause, in this order:
 
 * ``agent_error`` — the simulator could not act (an endpoint down);
-* ``declined_change`` — the customer declined the change they asked for;
+* ``declined_change`` — the customer declined the change they asked for (a
+  call of theirs with ``confirm: false``);
 * ``wrong_information`` — the staff acted on what the customer said and it was
   wrong (a refused call, a failed check);
 * ``left`` — the customer lost patience and left;
@@ -32,9 +34,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mirrorworld.core.seats import seats_of
 from mirrorworld.core.task import Split, split_seed
-from mirrorworld.sim.policies import DiligentSupervisor, GoldStaff, RolePolicy
-from mirrorworld.worlds.helpdesk_team import CUSTOMER, SUPERVISOR, TIER1, TIER2, HelpdeskTeamWorld
+from mirrorworld.core.world import World
+from mirrorworld.errors import MirrorworldError
+from mirrorworld.sim.policies import GoldStaff, RolePolicy
 
 __all__ = ["FAILURE_MODES", "SimulatorReport", "classify", "measure_simulator"]
 
@@ -86,13 +90,14 @@ def classify(record: TeamRecord) -> str | None:
         return None
     if record.error is not None:
         return "agent_error"
+    customer = record.simulated_role
     declined = any(
-        t["tool"] == "confirm_change" and isinstance(t["args"], dict) and t["args"].get("confirm") is False
+        t["role"] == customer and isinstance(t["args"], dict) and t["args"].get("confirm") is False
         for t in record.turns
     )
     if declined:
         return "declined_change"
-    if any(not t["ok"] and t["role"] != CUSTOMER and t["tool"] for t in record.turns):
+    if any(not t["ok"] and t["role"] != customer and t["tool"] for t in record.turns):
         return "wrong_information"  # the staff acted on what the customer said, and the world refused it
     if record.customer_left:
         return "left"
@@ -103,12 +108,8 @@ def classify(record: TeamRecord) -> str | None:
     return "other"
 
 
-def _staff() -> dict[str, RolePolicy]:
-    return {TIER1: GoldStaff(), SUPERVISOR: DiligentSupervisor(), TIER2: GoldStaff()}
-
-
 def measure_simulator(
-    world: HelpdeskTeamWorld,
+    world: World,
     customer: Callable[[], RolePolicy],
     *,
     families: Sequence[str] | None = None,
@@ -117,8 +118,13 @@ def measure_simulator(
     max_cycles: int = 40,
 ) -> SimulatorReport:
     """Measure a customer simulator against the gold staff (see the module docstring)."""
-    from mirrorworld.run.multiagent import run_team_episode
+    from mirrorworld.run.multiagent import make_policies, run_team_episode
 
+    seats = seats_of(world)
+    role = seats.simulated_role
+    if role is None:
+        raise MirrorworldError(f"world {world.name} has no simulated role to measure a simulator in")
+    staff = [r for r in seats.roles if r != role]
     names = list(families) if families else [f.name for f in world.families]
     sim = customer()
     report = SimulatorReport(customer=sim.name)
@@ -126,12 +132,15 @@ def measure_simulator(
         for i in range(seeds):
             task = world.task(family, split_seed(split, i))
             report.episodes += 1
-            reference = run_team_episode(world, task, {CUSTOMER: GoldStaff(), **_staff()}, max_cycles=max_cycles)
+            team = {role: GoldStaff(), **make_policies(world, roles=staff)}
+            reference = run_team_episode(world, task, team, max_cycles=max_cycles)
             if not reference.passed:
                 report.reference_failures.append(task.id)
                 continue
             report.reference_passed += 1
-            record = run_team_episode(world, task, {CUSTOMER: sim, **_staff()}, max_cycles=max_cycles)
+            record = run_team_episode(
+                world, task, {role: sim, **make_policies(world, roles=staff)}, max_cycles=max_cycles
+            )
             mode = classify(record)
             if mode is None:
                 report.simulator_passed += 1

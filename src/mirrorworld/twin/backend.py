@@ -33,8 +33,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from mirrorworld.core.codec import parse_args  # one argument parser for both backends
 from mirrorworld.core.session import ToolResult
-from mirrorworld.core.session import _parse_args as parse_args  # one argument parser for both backends
 from mirrorworld.core.world import World
 from mirrorworld.errors import MirrorworldError, ToolError, WorldError
 from mirrorworld.twin import tryton

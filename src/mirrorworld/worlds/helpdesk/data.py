@@ -361,17 +361,46 @@ def kb_articles(rng: random.Random) -> list[tuple[str, str, str]]:
     return arts
 
 
+Row = tuple[Any, ...]
+
+
 def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
-    """Create the helpdesk schema and fill it."""
+    """Create the helpdesk schema and fill it.
+
+    The tables are drawn in a fixed order from the one ``rng`` (customers,
+    products, agents, orders with their lines and refunds, tickets with their
+    messages, articles), each from the ones before it; the order of the draws
+    is part of the image, so a change to it is a change of the world's data.
+    """
     conn.executescript(SCHEMA.read_text(encoding="utf-8"))
     n_customers = max(20, round(500 * scale))
     n_orders = max(40, round(1000 * scale))
     n_tickets = max(30, round(800 * scale))
 
-    customers = []
+    customers = _customers(rng, n_customers)
+    conn.executemany("INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?)", customers)
+    products = _products(rng)
+    conn.executemany("INSERT INTO products VALUES (?,?,?,?,?,?,?)", products)
+    conn.executemany("INSERT INTO teams VALUES (?,?,?,?)", TEAMS)
+    agents = _agents(rng)
+    conn.executemany("INSERT INTO agents VALUES (?,?,?,?,?)", agents)
+    orders, lines, refunds = _orders(rng, n_orders, customers, products)
+    conn.executemany("INSERT INTO orders VALUES (?,?,?,?,?,?,?,?)", orders)
+    conn.executemany("INSERT INTO order_lines VALUES (?,?,?,?,?,?)", lines)
+    conn.executemany("INSERT INTO refunds VALUES (?,?,?,?,?,?,?,?)", refunds)
+    tickets, messages = _tickets(rng, n_tickets, customers, agents, orders)
+    conn.executemany("INSERT INTO tickets VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", tickets)
+    conn.executemany("INSERT INTO ticket_messages VALUES (?,?,?,?,?,?,?)", messages)
+    articles = [(i, t, c, b, ago(days=rng.randint(10, 400))) for i, (t, c, b) in enumerate(kb_articles(rng), 1)]
+    conn.executemany("INSERT INTO articles VALUES (?,?,?,?,?)", articles)
+
+
+def _customers(rng: random.Random, n: int) -> list[Row]:
+    """``n`` customers with unique emails and phone numbers; ids from 1."""
+    customers: list[Row] = []
     emails: set[str] = set()
     phones: set[str] = set()
-    for cid in range(1, n_customers + 1):
+    for cid in range(1, n + 1):
         first, last = rng.choice(FIRST), rng.choice(LAST)
         email = f"{first.lower()}.{last.lower()}{rng.randint(1, 999)}@{rng.choice(DOMAINS)}"
         while email in emails:
@@ -398,9 +427,12 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
                 rng.randint(0, 100),
             )
         )
-    conn.executemany("INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?)", customers)
+    return customers
 
-    products = []
+
+def _products(rng: random.Random) -> list[Row]:
+    """Two products per catalogue word, each with an adjective drawn for it; prices end in .99."""
+    products: list[Row] = []
     pid = 0
     for cat, names in PRODUCT_WORDS.items():
         window, warranty = CATEGORIES[cat]
@@ -410,10 +442,12 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
                 pid += 1
                 price = rng.randint(lo // 100, hi // 100) * 100 + 99
                 products.append((pid, f"{cat[:3].upper()}-{pid:04d}", f"{adj} {name}", cat, price, window, warranty))
-    conn.executemany("INSERT INTO products VALUES (?,?,?,?,?,?,?)", products)
+    return products
 
-    conn.executemany("INSERT INTO teams VALUES (?,?,?,?)", TEAMS)
-    agents = []
+
+def _agents(rng: random.Random) -> list[Row]:
+    """Five agents per team, the first of each its supervisor."""
+    agents: list[Row] = []
     aid = 0
     for team_id, _, queue, _ in TEAMS:
         for k in range(5):
@@ -428,13 +462,24 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
                     "supervisor" if k == 0 else "agent",
                 )
             )
-    conn.executemany("INSERT INTO agents VALUES (?,?,?,?,?)", agents)
+    return agents
 
-    orders: list[tuple[Any, ...]] = []
-    lines: list[tuple[Any, ...]] = []
-    refunds: list[tuple[Any, ...]] = []
+
+def _orders(
+    rng: random.Random, n: int, customers: list[Row], products: list[Row]
+) -> tuple[list[Row], list[Row], list[Row]]:
+    """``n`` orders with their lines, and the refunds of the cancelled and refunded ones.
+
+    An order's status decides its dates: placed within the last day and a
+    half, shipped within five days, delivered or refunded within 120 days. A
+    cancelled order has one refund of its total; a refunded one a refund per
+    line, each for the whole line.
+    """
+    orders: list[Row] = []
+    lines: list[Row] = []
+    refunds: list[Row] = []
     line_id = refund_id = 0
-    for oid in range(1, n_orders + 1):
+    for oid in range(1, n + 1):
         cust = rng.choice(customers)
         placed_days = rng.uniform(0.2, 120)
         status = rng.choices(("placed", "shipped", "delivered", "cancelled", "refunded"), (8, 10, 66, 6, 10))[0]
@@ -479,11 +524,20 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
                     refunds.append(
                         (refund_id, oid, ln[0], ln[5], rng.choice(("damaged", "changed_mind")), None, None, at(when))
                     )
-    conn.executemany("INSERT INTO orders VALUES (?,?,?,?,?,?,?,?)", orders)
-    conn.executemany("INSERT INTO order_lines VALUES (?,?,?,?,?,?)", lines)
-    conn.executemany("INSERT INTO refunds VALUES (?,?,?,?,?,?,?,?)", refunds)
+    return orders, lines, refunds
 
-    tickets, messages = [], []
+
+def _tickets(
+    rng: random.Random, n: int, customers: list[Row], agents: list[Row], orders: list[Row]
+) -> tuple[list[Row], list[Row]]:
+    """``n`` past tickets, each routed to its category's team, with its messages.
+
+    Every ticket has the customer's message and a public acknowledgement from
+    its assignee; three in ten also an internal note. Six in ten of the
+    tickets of a customer with orders name one of them.
+    """
+    tickets: list[Row] = []
+    messages: list[Row] = []
     msg_id = 0
     team_by_queue = {q: tid for tid, _, q, _ in TEAMS}
     agents_by_team: dict[int, list[int]] = {}
@@ -492,7 +546,7 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
     cust_orders: dict[int, list[int]] = {}
     for o in orders:
         cust_orders.setdefault(o[1], []).append(o[0])
-    for tid in range(1, n_tickets + 1):
+    for tid in range(1, n + 1):
         cust = rng.choice(customers)
         category = rng.choice(tuple(TICKET_TEMPLATES))
         subject, body = rng.choice(TICKET_TEMPLATES[category])
@@ -550,8 +604,4 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
                     at(created + timedelta(hours=2)),
                 )
             )
-    conn.executemany("INSERT INTO tickets VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", tickets)
-    conn.executemany("INSERT INTO ticket_messages VALUES (?,?,?,?,?,?,?)", messages)
-
-    articles = [(i, t, c, b, ago(days=rng.randint(10, 400))) for i, (t, c, b) in enumerate(kb_articles(rng), 1)]
-    conn.executemany("INSERT INTO articles VALUES (?,?,?,?,?)", articles)
+    return tickets, messages

@@ -512,6 +512,29 @@ def issue_refund(
         policy_override: Text justifying a refund outside the return window (supervisor-approved cases only).
     """
     order = _order(ctx, order_id)
+    line = _refund_line(ctx, order_id, line_id)
+    cents = to_cents(amount)
+    _check_refundable(order, line, cents)
+    approval = _refund_approval(ctx, order_id, approval_id, cents)
+    override = _window_override(ctx, order, line, policy_override)
+    if override and approval is None:
+        ctx.violation("refund_override", f"override used without an approval on order {order_id}")
+    cur = ctx.execute(
+        "INSERT INTO refunds (order_id, order_line_id, amount_cents, reason, approval_id, override_reason, "
+        "created_at) VALUES (?,?,?,?,?,?,?)",
+        (order_id, line_id, cents, reason, approval_id, override, ctx.now()),
+    )
+    ctx.execute("UPDATE order_lines SET refunded_cents = refunded_cents + ? WHERE id=?", (cents, line_id))
+    left = ctx.one(
+        "SELECT SUM(unit_price_cents*quantity - refunded_cents) AS r FROM order_lines WHERE order_id=?", (order_id,)
+    )
+    if left is not None and left["r"] == 0:
+        ctx.execute("UPDATE orders SET status='refunded' WHERE id=?", (order_id,))
+    return {"refund_id": cur.lastrowid, "order_id": order_id, "line_id": line_id, "amount": dollars(cents)}
+
+
+def _refund_line(ctx: ToolContext, order_id: int, line_id: int) -> dict[str, Any]:
+    """Line ``line_id`` of order ``order_id`` with its product's return window and category, or ``not_found``."""
     line = ctx.one(
         "SELECT l.id, l.quantity, l.unit_price_cents, l.refunded_cents, p.return_window_days, p.category "
         "FROM order_lines l JOIN products p ON p.id=l.product_id WHERE l.id=? AND l.order_id=?",
@@ -519,20 +542,32 @@ def issue_refund(
     )
     if line is None:
         raise ToolError("not_found", f"order {order_id} has no line {line_id}")
-    cents = to_cents(amount)
+    return line
+
+
+def _check_refundable(order: dict[str, Any], line: dict[str, Any], cents: int) -> None:
+    """Refuse unless the order is delivered and ``cents`` is at most what remains unrefunded on the line."""
     if order["status"] != "delivered":
         raise ToolError(
             "policy_refused",
-            f"order {order_id} is {order['status']}; only delivered orders are refunded",
+            f"order {order['id']} is {order['status']}; only delivered orders are refunded",
             rule="refund_status",
         )
     remaining = line["unit_price_cents"] * line["quantity"] - line["refunded_cents"]
     if cents > remaining:
         raise ToolError(
             "policy_refused",
-            f"only {dollars(remaining):.2f} remains refundable on line {line_id}",
+            f"only {dollars(remaining):.2f} remains refundable on line {line['id']}",
             rule="refund_limit",
         )
+
+
+def _refund_approval(ctx: ToolContext, order_id: int, approval_id: int | None, cents: int) -> dict[str, Any] | None:
+    """The approval a refund of ``cents`` rests on, or None when none is given and none is needed.
+
+    A given approval must be of this order, approved, for at least ``cents``
+    and not used by another refund; above the threshold one is required.
+    """
     approval = None
     if approval_id is not None:
         approval = ctx.one("SELECT * FROM approvals WHERE id=? AND order_id=?", (approval_id, order_id))
@@ -555,6 +590,13 @@ def issue_refund(
             "refunds above 200.00 need an approved supervisor approval (approval_id)",
             rule="refund_approval",
         )
+    return approval
+
+
+def _window_override(
+    ctx: ToolContext, order: dict[str, Any], line: dict[str, Any], policy_override: str | None
+) -> str | None:
+    """The override text (stripped; None if blank); refuse a refund past the return window without one."""
     window_end = _window_end(order["delivered_at"], line["return_window_days"])
     override = policy_override.strip() if policy_override else None
     if ctx.now() > window_end and not override:
@@ -563,20 +605,7 @@ def issue_refund(
             f"the {line['return_window_days']}-day return window for {line['category']} ended {window_end[:10]}",
             rule="refund_window",
         )
-    if override and approval is None:
-        ctx.violation("refund_override", f"override used without an approval on order {order_id}")
-    cur = ctx.execute(
-        "INSERT INTO refunds (order_id, order_line_id, amount_cents, reason, approval_id, override_reason, "
-        "created_at) VALUES (?,?,?,?,?,?,?)",
-        (order_id, line_id, cents, reason, approval_id, override, ctx.now()),
-    )
-    ctx.execute("UPDATE order_lines SET refunded_cents = refunded_cents + ? WHERE id=?", (cents, line_id))
-    left = ctx.one(
-        "SELECT SUM(unit_price_cents*quantity - refunded_cents) AS r FROM order_lines WHERE order_id=?", (order_id,)
-    )
-    if left is not None and left["r"] == 0:
-        ctx.execute("UPDATE orders SET status='refunded' WHERE id=?", (order_id,))
-    return {"refund_id": cur.lastrowid, "order_id": order_id, "line_id": line_id, "amount": dollars(cents)}
+    return override
 
 
 @tool("write")

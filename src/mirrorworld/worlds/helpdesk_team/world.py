@@ -73,14 +73,14 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
     """Every role, in turn order."""
     role_tools: ClassVar[Mapping[str, tuple[str, ...]]] = ROLE_TOOLS
     """The tools each role may call, in action-index order."""
-    contacts: ClassVar[Mapping[str, tuple[str, ...]] | None] = {  # noqa: RUF012 - read-only by convention
+    contacts: ClassVar[Mapping[str, tuple[str, ...]] | None] = {
         CUSTOMER: (TIER1, TIER2),
         TIER1: (CUSTOMER, SUPERVISOR, TIER2),
         SUPERVISOR: (TIER1, TIER2),
         TIER2: (CUSTOMER, SUPERVISOR),
     }
     simulated_role: ClassVar[str | None] = CUSTOMER
-    default_team: ClassVar[Mapping[str, str]] = {  # noqa: RUF012 - read-only by convention
+    default_team: ClassVar[Mapping[str, str]] = {
         CUSTOMER: "scripted",
         TIER1: "gold",
         SUPERVISOR: "diligent",
@@ -158,17 +158,25 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
         raise ValueError(f"no extractor for slot {slot!r}")
 
     def policy_menu(self) -> Mapping[str, Mapping[str, str]]:
-        staff = {"gold": f"{_POLICIES}:GoldStaff", "refuse": f"{_POLICIES}:RefusePolicy", "idle": f"{_POLICIES}:IdlePolicy"}
+        staff = {
+            "gold": f"{_POLICIES}:GoldStaff",
+            "refuse": f"{_POLICIES}:RefusePolicy",
+            "idle": f"{_POLICIES}:IdlePolicy",
+        }
         return {
             CUSTOMER: {
                 "scripted": "mirrorworld.sim.customer:ScriptedCustomer",
                 "llm": "mirrorworld.sim.llm:llm_customer",
                 "idle": f"{_POLICIES}:IdlePolicy",
             },
-            TIER1: {**staff, "claim": f"{_POLICIES}:ClaimPolicy", "overreaching": f"{_TEAM_POLICIES}:OverreachingStaff"},
+            TIER1: {
+                **staff,
+                "claim": f"{_POLICIES}:ClaimPolicy",
+                "overreaching": f"{_TEAM_POLICIES}:OverreachingStaff",
+            },
             SUPERVISOR: {
                 "diligent": f"{_TEAM_POLICIES}:DiligentSupervisor",
-                "rubber_stamp": f"{_TEAM_POLICIES}:RubberStampSupervisor",
+                "rubber-stamp": f"{_TEAM_POLICIES}:RubberStampSupervisor",
                 "idle": f"{_POLICIES}:IdlePolicy",
             },
             TIER2: staff,

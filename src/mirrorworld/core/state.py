@@ -1,0 +1,169 @@
+"""A session's state: its hash, its changes, the diff of two sessions, a fork.
+
+A session's state is its world's pristine image plus what the episode wrote
+(the task's setup included). Only two kinds of row can differ from the image:
+the *touched* rows, which the image's triggers log on every write to a
+tracked table (see :mod:`mirrorworld.core.store`), and the rows of the
+untracked tables (the simulated clock), which are few and always read whole.
+Every function here reads just those rows (:func:`state_keys`), so its cost
+grows with what the episode wrote, not with the size of the world.
+
+* :func:`state_hash` — SHA-256 over the image's digest and each row that
+  differs from the pristine image, in key order. A row written and then
+  restored counts as unchanged, so equal states hash equal whatever path led
+  to them. The clock is state too, and every committed write advances it.
+* :func:`changes` — the rows that differ from the task's initial state (after
+  setup), as :class:`RowChange`; what the verifier grades.
+* :func:`diff` — the rows that differ between two sessions of one image.
+* :func:`fork` — an independent copy mid-episode: a pristine connection of
+  the image with the parent's touched rows replayed onto it. Deserialising
+  the parent's database would not do: it shows only committed pages, and an
+  episode never commits. The replay costs one statement per touched row.
+
+:class:`~mirrorworld.core.session.Session` exposes each as a method
+(``session.state_hash()``, ``session.changes()``, ``a.diff(b)``,
+``session.fork()``); the functions read the session's bookkeeping and never
+change the session they are given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mirrorworld.core.store import RowKey, encode_row
+from mirrorworld.errors import WorldError
+
+if TYPE_CHECKING:
+    from mirrorworld.core.session import Session
+    from mirrorworld.core.store import Image
+
+__all__ = ["RowChange", "changes", "diff", "fork", "row", "state_hash", "state_keys"]
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class RowChange:
+    """One row that differs between two states (``before`` is ``None`` for an insert, ``after`` for a delete)."""
+
+    table: str
+    pk: int
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    @property
+    def kind(self) -> str:
+        """``insert``, ``delete`` or ``update``."""
+        if self.before is None:
+            return "insert"
+        if self.after is None:
+            return "delete"
+        return "update"
+
+    @property
+    def fields(self) -> dict[str, tuple[Any, Any]]:
+        """Changed fields as ``{column: (before, after)}``."""
+        before = self.before or {}
+        after = self.after or {}
+        cols = list(after) if after else list(before)
+        return {c: (before.get(c), after.get(c)) for c in cols if before.get(c) != after.get(c)}
+
+
+def state_keys(session: Session) -> list[RowKey]:
+    """The touched rows plus every row of the untracked tables (the clock): all that may differ, sorted."""
+    keys = set(session.touched())
+    conn = session._conn
+    image = session.image
+    for table in image.untracked:
+        keys.update((table, int(r[0])) for r in conn.execute(f"SELECT rowid FROM {table}"))
+        keys.update(image.untracked_keys(table))
+    return sorted(keys)
+
+
+def row(session: Session, key: RowKey) -> Row | None:
+    """Row ``key`` as it is in the session now (``None``: absent)."""
+    found = session._conn.execute(session.image.select_sql(key[0]), (key[1],)).fetchone()
+    return tuple(found) if found is not None else None
+
+
+def state_hash(session: Session) -> str:
+    """A canonical hash of the whole state, equal for equal states (see the module docstring)."""
+    session._check_open()
+    image = session.image
+    h = hashlib.sha256(image.digest.encode())
+    for key in state_keys(session):
+        now = row(session, key)
+        if now != image.pristine_row(key):
+            h.update(f"{key[0]}|{key[1]}|{encode_row(now)}\n".encode())
+    return h.hexdigest()
+
+
+def changes(session: Session) -> list[RowChange]:
+    """Rows that differ from the task's initial state (after setup), in key order."""
+    session._check_open()
+    keys = state_keys(session)
+    initial = session._initial
+    image = session.image
+    out = []
+    for key in keys:
+        before = initial[key] if key in initial else image.pristine_row(key)
+        after = row(session, key)
+        if before != after:
+            out.append(_change(image, key, before, after))
+    return out
+
+
+def diff(a: Session, b: Session) -> list[RowChange]:
+    """Rows that differ between ``a``'s state (before) and ``b``'s (after), in key order.
+
+    Raises :class:`~mirrorworld.errors.WorldError` unless both sessions are of
+    the same image (rows of two images share no meaning).
+    """
+    a._check_open()
+    b._check_open()
+    if b.image is not a.image:
+        raise WorldError("diff needs two sessions of the same world image")
+    out = []
+    for key in sorted(set(state_keys(a)) | set(state_keys(b))):
+        before, after = row(a, key), row(b, key)
+        if before != after:
+            out.append(_change(a.image, key, before, after))
+    return out
+
+
+def _change(image: Image, key: RowKey, before: Row | None, after: Row | None) -> RowChange:
+    cols = image.columns[key[0]]
+    return RowChange(
+        key[0],
+        key[1],
+        dict(zip(cols, before, strict=True)) if before is not None else None,
+        dict(zip(cols, after, strict=True)) if after is not None else None,
+    )
+
+
+def fork(session: Session) -> Session:
+    """An independent copy of ``session``, mid-episode, events included (see the module docstring)."""
+    session._check_open()
+    image = session.image
+    conn = image.acquire()
+    try:
+        conn.execute("PRAGMA defer_foreign_keys=ON")
+        for table, pk in state_keys(session):
+            values = row(session, (table, pk))
+            if values is None:
+                conn.execute(f"DELETE FROM {table} WHERE rowid=?", (pk,))
+            else:
+                cols = image.columns[table]
+                conn.execute(
+                    f"INSERT OR REPLACE INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", values
+                )
+    except BaseException:
+        image.release(conn, reusable=False)
+        raise
+    twin = type(session)(session.world, image, session.task, _conn=conn)
+    twin.continue_from(session)
+    twin._initial_rows = session._initial
+    twin._touched = set(session._touched)
+    return twin
