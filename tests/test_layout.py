@@ -285,6 +285,13 @@ def test_a_world_import_outside_the_worlds_is_found() -> None:
     assert world_imports(graph, allowed=["mirrorworld.cli"]) == []
 
 
+def test_one_upward_edge_in_the_real_graph_is_caught_twice() -> None:
+    graph = {a: dict(targets) for a, targets in GRAPH.items()}
+    graph["mirrorworld.core.store"]["mirrorworld.episodes.episode"] = 1  # the episode needs the store: a loop
+    assert "mirrorworld.core.store -> mirrorworld.episodes.episode (line 1)" in upward(graph)
+    assert any({"mirrorworld.core.store", "mirrorworld.episodes.episode"} <= set(c) for c in cycles(graph, PACKAGES))
+
+
 def test_the_parser_reads_every_import_that_can_run() -> None:
     known = {"m", "m.pkg", "m.pkg.a", "m.pkg.b", "m.pkg.c", "m.low", "m.typed", "m.late", "m.other"}
     source = "\n".join(

@@ -19,47 +19,15 @@ from typing import Any, NoReturn
 
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.options import registry_of, world_option
 from mirrorworld.progress import progress_bar, wants_progress
 
-__all__ = ["main", "world_option"]
-
-PREFERRED_WORLD = "helpdesk"
-"""The world a command uses when none is named, if the registry has it (else its first world)."""
+__all__ = ["main"]
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"mirrorworld: error: {message} (see --help)\n")
-
-
-def world_option(
-    parser: argparse.ArgumentParser,
-    registry: Registry | None = None,
-    *,
-    preferred: str | None = PREFERRED_WORLD,
-    repeat: bool = False,
-    what: str = "the world",
-) -> None:
-    """Add ``--world`` to ``parser``, its help listing every world of ``registry``.
-
-    The value is checked when the command looks the world up (an unknown name is
-    a one-line error naming the known worlds), so a world is any name or
-    versioned id the registry knows. ``preferred`` is the default when the
-    registry has it, else the registry's first world; None leaves no default.
-    ``repeat`` makes the option repeatable (a list, default None).
-    """
-    registry = registry or default
-    try:
-        names = registry.names()
-        known = ", ".join(names) or "none installed"
-    except MirrorworldError as err:
-        names, known = [], f"the registry cannot list them: {err}"
-    if repeat:
-        parser.add_argument("--world", action="append", default=None, help=f"{what} (repeatable; one of: {known})")
-        return
-    fallback = preferred if preferred is None or preferred in names or not names else names[0]
-    shown = "" if fallback is None else " (default: %(default)s)"
-    parser.add_argument("--world", default=fallback, help=f"{what}, one of: {known}{shown}")
 
 
 def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
@@ -136,15 +104,9 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def _registry(args: argparse.Namespace) -> Registry:
-    """The registry ``main`` put on the parsed arguments (the installed worlds when none is there)."""
-    registry: Registry | None = getattr(args, "registry", None)
-    return registry or default
-
-
 def _world(args: argparse.Namespace, scale: float = 1.0) -> Any:
     """The world ``--world`` names, from the command's registry."""
-    return _registry(args).get(args.world, scale=scale)
+    return registry_of(args).get(args.world, scale=scale)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -412,7 +374,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_worlds(args: argparse.Namespace) -> int:
-    registry = _registry(args)
+    registry = registry_of(args)
     for name in registry.names():
         w = registry.get(name)
         print(f"{w.id}\t{len(w.tools)} tools\t{len(w.families)} task families\thash {w.content_hash}")
@@ -427,7 +389,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from mirrorworld.bench import format_report, run_bench
 
     report = run_bench(
-        _registry(args).spec(args.world).name, quick=args.quick, progress=not args.json or sys.stderr.isatty()
+        registry_of(args).spec(args.world).name, quick=args.quick, progress=not args.json or sys.stderr.isatty()
     )
     if args.json:
         print(json.dumps(report, indent=2))

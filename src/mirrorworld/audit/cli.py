@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mirrorworld.core.registry import Registry, default
+from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.options import registry_of, world_option
 from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["register"]
@@ -20,8 +21,6 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
     ``--world`` lists the worlds of ``registry``; the handlers look worlds up in
     the registry ``mirrorworld.cli.main`` puts on the arguments.
     """
-    from mirrorworld.cli import world_option
-
     a = sub.add_parser("audit-verifiers", help="prove a world's verifiers right: mutants, null agents, probes")
     world_option(a, registry)
     a.add_argument("--seeds", type=int, default=20, help="tasks per family (the full audit uses 200)")
@@ -43,18 +42,13 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
     return {"audit-verifiers": cmd_audit_verifiers, "audit-run": cmd_audit_run}
 
 
-def _registry(args: argparse.Namespace) -> Registry:
-    registry: Registry | None = getattr(args, "registry", None)
-    return registry or default
-
-
 def cmd_audit_verifiers(args: argparse.Namespace) -> int:
     from mirrorworld.audit.report import audit_html, print_audit
     from mirrorworld.audit.verifiers import audit_verifiers
 
     if args.seeds < 1:
         raise MirrorworldError("--seeds must be at least 1")
-    registry = _registry(args)
+    registry = registry_of(args)
     world = registry.get(args.world)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     with progress_bar(f"auditing {world.id}", None, enabled=wants_progress(json_output=args.json)) as update:
@@ -103,7 +97,7 @@ def cmd_audit_run(args: argparse.Namespace) -> int:
 
         with RunFile.open(path) as run:
             name = str(run.meta.get("world", ""))
-    result = audit_run(path, _registry(args).get(name))
+    result = audit_run(path, registry_of(args).get(name))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

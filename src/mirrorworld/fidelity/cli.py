@@ -17,6 +17,7 @@ from typing import Any
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.world import World
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.options import registry_of, world_option
 from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["register"]
@@ -28,8 +29,6 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
     ``--world`` lists the worlds of ``registry``; the handlers look worlds up in
     the registry ``mirrorworld.cli.main`` puts on the arguments.
     """
-    from mirrorworld.cli import world_option
-
     t = sub.add_parser("twin", help="create and cache a world's real twin (a Tryton database for sales)")
     t.add_argument("action", choices=("up", "path"), help="up: create it if needed; path: print the cached file")
     world_option(t, registry, preferred="sales")
@@ -64,7 +63,7 @@ def world_named(name: str, registry: Registry | None = None) -> World:
 def cmd_twin(args: argparse.Namespace) -> int:
     from mirrorworld.twin.db import cache_dir, ensure, parse_options, twin_key
 
-    world = world_named(args.world, getattr(args, "registry", None))
+    world = world_named(args.world, registry_of(args))
     options = parse_options(args.option)
     if args.action == "path":
         print(cache_dir() / f"{world.name}-{twin_key(world, options)}.sqlite")
@@ -88,7 +87,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if args.calls < 0 or args.seeds < 1:
         raise MirrorworldError("--calls must be at least 0 and --seeds at least 1")
     baseline = load_baseline(Path(args.against)) if args.against else None
-    world = world_named(args.world, getattr(args, "registry", None))
+    world = world_named(args.world, registry_of(args))
     options = parse_options(args.twin_option)
     database = ensure(world, options=options, log=lambda m: print(m, file=sys.stderr))
     traces: list[Trace] = list(gold_traces(world, args.seeds))

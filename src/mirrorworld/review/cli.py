@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.options import registry_of
 
 __all__ = ["register"]
 
@@ -76,12 +76,6 @@ def register(sub: Any) -> dict[str, Any]:
     return {"review": cmd_review}
 
 
-def _registry(args: argparse.Namespace) -> Registry | None:
-    """The registry ``mirrorworld.cli.main`` put on the arguments (None: the installed worlds)."""
-    registry: Registry | None = getattr(args, "registry", None)
-    return registry
-
-
 def _store(path: str, *, create: bool = False) -> Any:
     from mirrorworld.review.store import ReviewStore
 
@@ -121,7 +115,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         QualityPolicy(min_gold_accuracy=args.min_gold_accuracy, min_peer_agreement=args.min_peer_agreement).to_dict(),
     )
     for p in args.runs:
-        _, new = store.add_run(p, audit=not args.no_audit, registry=_registry(args))
+        _, new = store.add_run(p, audit=not args.no_audit, registry=registry_of(args))
         print(f"{p}: {new} new episodes")
     for p in args.gold:
         _, new = store.add_run(p, gold=True, audit=False)
@@ -133,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         store.add_reviewer("admin", password, "admin")
         print(f"created the admin account: name admin, password {password} (shown once)")
     print(f"review app on http://{args.host}:{args.port}/ (Ctrl+C stops it)", flush=True)
-    app = create_app(store, registry=_registry(args), secure_cookies=args.secure_cookies)
+    app = create_app(store, registry=registry_of(args), secure_cookies=args.secure_cookies)
     serve(app, host=args.host, port=args.port)
     return 0
 
@@ -236,7 +230,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         raise MirrorworldError(f"no regression cases at {missing[0]}")
-    summary = check_cases(args.paths, _registry(args))
+    summary = check_cases(args.paths, registry_of(args))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

@@ -45,7 +45,7 @@ from mirrorworld.core.seats import Seated, seats_of
 from mirrorworld.core.task import Split, Task
 from mirrorworld.core.world import World
 from mirrorworld.episodes import TeamEpisode
-from mirrorworld.errors import AgentError, MirrorworldError, RegistryError
+from mirrorworld.errors import Failure, MirrorworldError, RegistryError, boundary
 from mirrorworld.run.metrics import summarize
 from mirrorworld.run.runner import EpisodeRecord, _event
 from mirrorworld.sim.policies import RoleContext, RolePolicy
@@ -168,6 +168,8 @@ class TeamRecord:
     task: dict[str, Any]
     world_hash: str
     error: str | None = None
+    failure: dict[str, str] | None = None
+    """The failure that stopped an errored episode (``{boundary, kind, message}``), not graded."""
     seconds: float = 0.0
     violations: dict[str, list[str]] = field(default_factory=dict)
     world_roles: tuple[str, ...] = ()
@@ -206,10 +208,11 @@ class TeamRecord:
             steps=len(self.calls),
             messages=messages,
             calls=self.calls,
-            verdict={**self.verdict, "team": team},
+            verdict={**self.verdict, "team": team} if self.verdict else {},
             task=self.task,
             world_hash=self.world_hash,
             error=self.error,
+            failure=Failure.from_dict(self.failure) if self.failure is not None else None,
             seconds=self.seconds,
         )
 
@@ -228,8 +231,10 @@ def run_team_episode(
 
     Every cycle each role acts once, in turn order, until the episode ends;
     the episode decides everything else (seats, end, rewards). A policy that
-    cannot act (:class:`~mirrorworld.errors.AgentError`: an endpoint down)
-    makes the episode errored, scored 0, not a team failure.
+    cannot act (an endpoint down, a bug in its code) is an ``infrastructure``
+    failure, a crashed tool a ``world`` failure, a crashed grader a
+    ``verifier`` failure: the episode is then recorded as errored with that
+    boundary (``failure``), not graded, and not counted as a team failure.
     """
     started = time.perf_counter()
     ep = TeamEpisode(world, task, max_cycles=max_cycles, reward=reward, penalty=penalty)
@@ -237,23 +242,29 @@ def run_team_episode(
     if missing:
         ep.close()
         raise MirrorworldError(f"no policy for role(s) {', '.join(missing)} of task {task.id}")
-    error = None
+    failure: Failure | None = None
+    verdict = None
     try:
         for role in ep.roles:
-            policies[role].reset(RoleContext(world, task, role, task.seed))
+            with boundary("infrastructure", f"the {role} policy {policies[role].name}"):
+                policies[role].reset(RoleContext(world, task, role, task.seed))
         while not ep.over:
             for role in ep.roles:
                 if ep.over:
                     break
-                action = policies[role].act(ep.observe(role))
-                if action is None:
-                    ep.act(role, None)
-                else:
-                    ep.act(role, action.tool, action.args)
+                with boundary("infrastructure", f"the {role} policy {policies[role].name}"):
+                    action = policies[role].act(ep.observe(role))
+                with boundary("world", f"{world.name}: stepping {task.id}"):
+                    if action is None:
+                        ep.act(role, None)
+                    else:
+                        ep.act(role, action.tool, action.args)
             ep.end_cycle()
-    except AgentError as err:
-        error = str(err)
-    verdict = ep.finish()
+        with boundary("verifier", f"grading {task.id}"):
+            verdict = ep.finish()
+    except MirrorworldError as err:
+        failure = ep.episode.failure or Failure.of(err)
+    error = failure.message if failure is not None else None
     returns = ep.returns
     record = TeamRecord(
         index=index,
@@ -261,9 +272,9 @@ def run_team_episode(
         family=task.family,
         seed=task.seed,
         split=task.split,
-        passed=verdict.passed and error is None,
-        score=verdict.score if error is None else 0.0,
-        returns={r: round(returns.get(r, 0.0), 6) if error is None else 0.0 for r in ep.roles},
+        passed=verdict is not None and verdict.passed,
+        score=verdict.score if verdict is not None else 0.0,
+        returns={r: round(returns.get(r, 0.0), 6) if verdict is not None else 0.0 for r in ep.roles},
         role_terms=ep.role_terms(),
         policies={r: policies[r].name for r in ep.roles},
         cycles=ep.cycle,
@@ -271,10 +282,11 @@ def run_team_episode(
         truncated=ep.truncated,
         turns=[t.to_dict() for t in ep.turns],
         calls=[_event(e) for e in ep.session.events],
-        verdict=verdict.to_dict(),
+        verdict=verdict.to_dict() if verdict is not None else {},
         task=task.to_dict(),
         world_hash=world.content_hash,
         error=error,
+        failure=failure.to_dict() if failure is not None else None,
         seconds=time.perf_counter() - started,
         violations={r: [f"step {v.step}: {v.rule}" for v in vs] for r, vs in ep.violations_by_role().items() if vs},
         world_roles=tuple(ep.seats.roles),

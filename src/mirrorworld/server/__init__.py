@@ -11,7 +11,11 @@ Install with ``pip install 'mirrorworld[server]'`` (and ``[mcp]`` for MCP), then
   and its WebSocket protocol;
 * :mod:`~mirrorworld.server.openenv` — the OpenEnv protocol;
 * :mod:`~mirrorworld.server.mcp` — a session's tools over MCP;
-* :mod:`~mirrorworld.server.run` — :func:`serve` and :class:`BackgroundServer`.
+* :mod:`~mirrorworld.server.run` — :func:`serve` and :class:`BackgroundServer`;
+* :mod:`~mirrorworld.server.wire` — the JSON bodies and error responses every
+  protocol shares;
+* :mod:`~mirrorworld.server.options` — what the command-line entry points
+  share, importing nothing optional.
 
 The client side is :mod:`mirrorworld.client` and
 :class:`mirrorworld.envs.remote.RemoteMirrorEnv`.

@@ -21,8 +21,9 @@ import argparse
 import sys
 from typing import Any
 
-from mirrorworld.core.registry import Registry, default
+from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.options import registry_of, world_option
 from mirrorworld.server.options import add_mcp_arguments, need_extra
 
 __all__ = ["COMMANDS", "cmd_mcp", "cmd_serve", "register"]
@@ -30,8 +31,6 @@ __all__ = ["COMMANDS", "cmd_mcp", "cmd_serve", "register"]
 
 def register(subparsers: Any, registry: Registry | None = None) -> None:
     """Add ``serve`` and ``mcp`` to an ``argparse`` subparsers object (``--world`` lists ``registry``'s worlds)."""
-    from mirrorworld.cli import world_option
-
     s = subparsers.add_parser("serve", help="serve isolated sessions over HTTP, WebSocket, MCP and OpenEnv")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (off loopback a --token is required)")
     s.add_argument("--port", type=int, default=8765)
@@ -47,7 +46,7 @@ def register(subparsers: Any, registry: Registry | None = None) -> None:
     s.set_defaults(func=cmd_serve)
 
     m = subparsers.add_parser("mcp", help="serve one session's tools over MCP on stdin/stdout")
-    add_mcp_arguments(m)
+    add_mcp_arguments(m, registry)
     m.set_defaults(func=cmd_mcp)
 
 
@@ -58,8 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mirrorworld.server.config import ServerConfig
     from mirrorworld.server.run import serve
 
-    given: Registry | None = getattr(args, "registry", None)
-    registry = given or default
+    registry = registry_of(args)
     worlds = tuple(registry.spec(w).name for w in args.world) if args.world else None
     config = ServerConfig(
         host=args.host,

@@ -43,6 +43,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyUrl
 
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.options import registry_of
 from mirrorworld.server.openenv import mcp_call_result
 from mirrorworld.server.options import add_mcp_arguments
 from mirrorworld.server.sessions import ApiError, SessionManager
@@ -176,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     """``mirrorworld mcp``: one session over stdio."""
     from mirrorworld.server.config import ServerConfig
 
-    manager = SessionManager(ServerConfig(access_log=False))
+    manager = SessionManager(ServerConfig(access_log=False), registry_of(args))
     spec: dict[str, Any] = {"world": args.world, "split": args.split, "max_steps": args.max_steps}
     for key in ("task_id", "family", "seed"):
         if getattr(args, key) is not None:

@@ -14,14 +14,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
+from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.options import world_option
 
 __all__ = ["add_mcp_arguments", "need_extra"]
 
 
-def add_mcp_arguments(p: argparse.ArgumentParser) -> None:
-    """Add the options of ``mirrorworld mcp`` to ``p``: the world and the one task its session plays."""
-    p.add_argument("--world", default="helpdesk")
+def add_mcp_arguments(p: argparse.ArgumentParser, registry: Registry | None = None) -> None:
+    """Add the options of ``mirrorworld mcp`` to ``p``: the world (of ``registry``) and the task its session plays."""
+    world_option(p, registry)
     p.add_argument("--task-id", default=None, help="family/seed")
     p.add_argument("--family", default=None, help="a task family (with --seed)")
     p.add_argument("--seed", type=int, default=None, help="with --family: the task seed; alone: index in --split")

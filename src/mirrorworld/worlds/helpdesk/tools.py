@@ -63,14 +63,16 @@ def _customer(ctx: ToolContext, customer_id: int) -> dict[str, Any]:
     return row
 
 
-def _order(ctx: ToolContext, order_id: int) -> dict[str, Any]:
+def load_order(ctx: ToolContext, order_id: int) -> dict[str, Any]:
+    """The order row, or ``not_found`` (shared with the worlds that extend the helpdesk)."""
     row = ctx.one("SELECT * FROM orders WHERE id=?", (order_id,))
     if row is None:
         raise ToolError("not_found", f"no order {order_id}")
     return row
 
 
-def _ticket(ctx: ToolContext, ticket_id: int, *, writable: bool = True) -> dict[str, Any]:
+def load_ticket(ctx: ToolContext, ticket_id: int, *, writable: bool = True) -> dict[str, Any]:
+    """The ticket row, or ``not_found``; ``writable`` also refuses a closed ticket (``closed_ticket``)."""
     row = ctx.one(f"SELECT {TICKET_COLS} FROM tickets WHERE id=?", (ticket_id,))
     if row is None:
         raise ToolError("not_found", f"no ticket {ticket_id}")
@@ -79,7 +81,8 @@ def _ticket(ctx: ToolContext, ticket_id: int, *, writable: bool = True) -> dict[
     return row
 
 
-def _touch_ticket(ctx: ToolContext, ticket_id: int, **fields: Any) -> None:
+def touch_ticket(ctx: ToolContext, ticket_id: int, **fields: Any) -> None:
+    """Update a ticket's ``fields`` and its ``updated_at`` (column names come from world code only)."""
     fields["updated_at"] = ctx.now()
     sets = ", ".join(f"{k}=?" for k in fields)
     ctx.execute(f"UPDATE tickets SET {sets} WHERE id=?", (*fields.values(), ticket_id))
@@ -94,14 +97,16 @@ def _add_message(ctx: ToolContext, ticket_id: int, body: str, public: bool, auth
     return int(cur.lastrowid or 0)
 
 
-def _team(ctx: ToolContext, queue: str) -> dict[str, Any]:
+def load_team(ctx: ToolContext, queue: str) -> dict[str, Any]:
+    """The team that works ``queue``."""
     row = ctx.one("SELECT id, name, queue, tier FROM teams WHERE queue=?", (queue,))
     if row is None:  # the Literal annotation admits only existing queues
         raise RuntimeError(f"team queue {queue} missing from the world data")
     return row
 
 
-def _tags(text: str) -> list[str]:
+def split_tags(text: str) -> list[str]:
+    """A ticket's comma-separated tags as a list."""
     return [t for t in text.split(",") if t]
 
 
@@ -171,7 +176,7 @@ def get_order(ctx: ToolContext, order_id: OrderId) -> dict[str, Any]:
     Args:
         order_id: The order number.
     """
-    order = _order(ctx, order_id)
+    order = load_order(ctx, order_id)
     lines = ctx.all(
         "SELECT l.id AS line_id, p.name AS product, p.category, l.quantity, l.unit_price_cents, "
         "l.refunded_cents, p.return_window_days, p.warranty_months FROM order_lines l "
@@ -241,8 +246,8 @@ def get_ticket(ctx: ToolContext, ticket_id: TicketId) -> dict[str, Any]:
     Args:
         ticket_id: The ticket number.
     """
-    t = _ticket(ctx, ticket_id, writable=False)
-    t["tags"] = _tags(t["tags"])
+    t = load_ticket(ctx, ticket_id, writable=False)
+    t["tags"] = split_tags(t["tags"])
     msgs = ctx.all(
         "SELECT id, author_type, public, body, created_at FROM ticket_messages WHERE ticket_id=? ORDER BY id",
         (ticket_id,),
@@ -306,11 +311,11 @@ def reply_ticket(ctx: ToolContext, ticket_id: TicketId, body: Prose, public: boo
         body: The message text.
         public: True for a reply to the customer, false for an internal note.
     """
-    t = _ticket(ctx, ticket_id)
+    t = load_ticket(ctx, ticket_id)
     if not body.strip():
         raise ToolError("invalid_arguments", "body must not be empty")
     mid = _add_message(ctx, ticket_id, body, public)
-    _touch_ticket(ctx, ticket_id, status="open" if t["status"] == "new" else t["status"])
+    touch_ticket(ctx, ticket_id, status="open" if t["status"] == "new" else t["status"])
     return {"message_id": mid, "ticket_id": ticket_id, "public": public}
 
 
@@ -322,7 +327,7 @@ def set_priority(ctx: ToolContext, ticket_id: TicketId, priority: Priority) -> d
         ticket_id: The ticket number.
         priority: low, normal, high or urgent.
     """
-    t = _ticket(ctx, ticket_id)
+    t = load_ticket(ctx, ticket_id)
     tier = ctx.one("SELECT tier FROM customers WHERE id=?", (t["customer_id"],))
     floor = TIER_FLOOR[tier["tier"]] if tier else "low"
     if priority_rank(priority) < priority_rank(floor):
@@ -331,7 +336,7 @@ def set_priority(ctx: ToolContext, ticket_id: TicketId, priority: Priority) -> d
             f"priority {priority} is below the {tier['tier'] if tier else ''} tier floor ({floor})",
             rule="priority_floor",
         )
-    _touch_ticket(ctx, ticket_id, priority=priority)
+    touch_ticket(ctx, ticket_id, priority=priority)
     return {"ticket_id": ticket_id, "priority": priority}
 
 
@@ -343,10 +348,10 @@ def set_status(ctx: ToolContext, ticket_id: TicketId, status: Literal["open", "p
         ticket_id: The ticket number.
         status: open, pending or solved.
     """
-    _ticket(ctx, ticket_id)
+    load_ticket(ctx, ticket_id)
     if status == "solved":
         _require_public_reply(ctx, ticket_id)
-    _touch_ticket(ctx, ticket_id, status=status)
+    touch_ticket(ctx, ticket_id, status=status)
     return {"ticket_id": ticket_id, "status": status}
 
 
@@ -374,15 +379,15 @@ def assign_ticket(
         team: The team queue: general, billing, shipping, technical, account or escalations.
         agent_id: An agent of that team to own the ticket; leave out to assign the queue.
     """
-    _ticket(ctx, ticket_id)
-    tm = _team(ctx, team)
+    load_ticket(ctx, ticket_id)
+    tm = load_team(ctx, team)
     if agent_id is not None:
         agent = ctx.one("SELECT id, team_id FROM agents WHERE id=?", (agent_id,))
         if agent is None:
             raise ToolError("not_found", f"no agent {agent_id}")
         if agent["team_id"] != tm["id"]:
             raise ToolError("invalid_arguments", f"agent {agent_id} is not in team {team}")
-    _touch_ticket(ctx, ticket_id, team_id=tm["id"], assignee_id=agent_id)
+    touch_ticket(ctx, ticket_id, team_id=tm["id"], assignee_id=agent_id)
     return {"ticket_id": ticket_id, "team": team, "agent_id": agent_id}
 
 
@@ -394,15 +399,15 @@ def add_tags(ctx: ToolContext, ticket_id: TicketId, tags: list[str]) -> dict[str
         ticket_id: The ticket number.
         tags: Tags to add, such as "vip" or "damaged".
     """
-    t = _ticket(ctx, ticket_id)
+    t = load_ticket(ctx, ticket_id)
     clean = set()
     for tag in tags:
         norm = tag.strip().lower().replace(" ", "_")
         if not norm or len(norm) > 40 or not norm.replace("_", "").replace("-", "").isalnum():
             raise ToolError("invalid_arguments", f"bad tag {tag[:40]!r}: use letters, digits, - and _")
         clean.add(norm)
-    merged = sorted(set(_tags(t["tags"])) | clean)
-    _touch_ticket(ctx, ticket_id, tags=",".join(merged))
+    merged = sorted(set(split_tags(t["tags"])) | clean)
+    touch_ticket(ctx, ticket_id, tags=",".join(merged))
     return {"ticket_id": ticket_id, "tags": merged}
 
 
@@ -414,15 +419,15 @@ def escalate_ticket(ctx: ToolContext, ticket_id: TicketId, reason: Prose) -> dic
         ticket_id: The ticket number.
         reason: Why the ticket is escalated (kept as an internal note).
     """
-    t = _ticket(ctx, ticket_id)
+    t = load_ticket(ctx, ticket_id)
     if not reason.strip():
         raise ToolError("invalid_arguments", "reason must not be empty")
-    tm = _team(ctx, "escalations")
+    tm = load_team(ctx, "escalations")
     if t["team_id"] == tm["id"]:
         raise ToolError("conflict", f"ticket {ticket_id} is already with Escalations")
     _add_message(ctx, ticket_id, f"Escalated: {reason}", public=False)
-    tags = sorted(set(_tags(t["tags"])) | {"escalated"})
-    _touch_ticket(
+    tags = sorted(set(split_tags(t["tags"])) | {"escalated"})
+    touch_ticket(
         ctx,
         ticket_id,
         team_id=tm["id"],
@@ -443,8 +448,8 @@ def merge_tickets(ctx: ToolContext, source_ticket_id: TicketId, target_ticket_id
     """
     if source_ticket_id == target_ticket_id:
         raise ToolError("invalid_arguments", "a ticket cannot be merged into itself")
-    src = _ticket(ctx, source_ticket_id)
-    dst = _ticket(ctx, target_ticket_id)
+    src = load_ticket(ctx, source_ticket_id)
+    dst = load_ticket(ctx, target_ticket_id)
     if src["customer_id"] != dst["customer_id"]:
         raise ToolError("policy_refused", "tickets of different customers cannot be merged", rule="merge_rules")
     if src["status"] == "solved" or dst["status"] == "solved":
@@ -456,9 +461,9 @@ def merge_tickets(ctx: ToolContext, source_ticket_id: TicketId, target_ticket_id
     summary = " | ".join(f"{m['author_type']}: {m['body'][:200]}" for m in thread)
     _add_message(ctx, target_ticket_id, f"Merged from ticket {source_ticket_id}: {summary}", public=False)
     _add_message(ctx, source_ticket_id, f"This request was merged into ticket {target_ticket_id}.", public=True)
-    _touch_ticket(ctx, source_ticket_id, status="closed", merged_into=target_ticket_id)
-    tags = sorted(set(_tags(dst["tags"])) | set(_tags(src["tags"])))
-    _touch_ticket(ctx, target_ticket_id, tags=",".join(tags))
+    touch_ticket(ctx, source_ticket_id, status="closed", merged_into=target_ticket_id)
+    tags = sorted(set(split_tags(dst["tags"])) | set(split_tags(src["tags"])))
+    touch_ticket(ctx, target_ticket_id, tags=",".join(tags))
     return {"source_ticket_id": source_ticket_id, "target_ticket_id": target_ticket_id, "source_status": "closed"}
 
 
@@ -471,7 +476,7 @@ def request_approval(ctx: ToolContext, order_id: OrderId, amount: Decimal, reaso
         amount: The refund amount in dollars.
         reason: damaged, defective, wrong_item, not_received or changed_mind.
     """
-    order = _order(ctx, order_id)
+    order = load_order(ctx, order_id)
     cents = to_cents(amount)
     remaining = ctx.one(
         "SELECT COALESCE(SUM(unit_price_cents*quantity - refunded_cents), 0) AS r FROM order_lines WHERE order_id=?",
@@ -511,7 +516,7 @@ def issue_refund(
         approval_id: An approved supervisor approval, needed above $200.00.
         policy_override: Text justifying a refund outside the return window (supervisor-approved cases only).
     """
-    order = _order(ctx, order_id)
+    order = load_order(ctx, order_id)
     line = _refund_line(ctx, order_id, line_id)
     cents = to_cents(amount)
     _check_refundable(order, line, cents)
@@ -618,7 +623,7 @@ def cancel_order(
         order_id: The order number.
         reason: customer_request, duplicate_order or fraud_suspected.
     """
-    order = _order(ctx, order_id)
+    order = load_order(ctx, order_id)
     if order["status"] != "placed":
         raise ToolError(
             "policy_refused",
@@ -717,9 +722,9 @@ def close_ticket(ctx: ToolContext, ticket_id: TicketId) -> dict[str, Any]:
     Args:
         ticket_id: The ticket number.
     """
-    _ticket(ctx, ticket_id)
+    load_ticket(ctx, ticket_id)
     _require_public_reply(ctx, ticket_id)
-    _touch_ticket(ctx, ticket_id, status="closed")
+    touch_ticket(ctx, ticket_id, status="closed")
     return {"ticket_id": ticket_id, "status": "closed"}
 
 

@@ -69,7 +69,7 @@ def holder(ctx: ToolContext, ticket: dict[str, Any]) -> str:
 
 def _open_chat(ctx: ToolContext, ticket_id: int) -> dict[str, Any]:
     """The ticket of a live chat: it exists, is not closed, and the customer has not left."""
-    ticket = hd._ticket(ctx, ticket_id)
+    ticket = hd.load_ticket(ctx, ticket_id)
     left = ctx.one("SELECT 1 AS x FROM team_messages WHERE ticket_id=? AND kind='left' LIMIT 1", (ticket_id,))
     if left is not None:
         raise ToolError("policy_refused", f"the customer has left chat #{ticket_id}", rule="chat_closed")
@@ -109,7 +109,7 @@ def check_email(ctx: ToolContext, ticket_id: TicketId) -> dict[str, Any]:
     Args:
         ticket_id: The chat you are in.
     """
-    ticket = hd._ticket(ctx, ticket_id, writable=False)
+    ticket = hd.load_ticket(ctx, ticket_id, writable=False)
     rows = ctx.all(
         "SELECT code, email, created_at FROM verification_codes WHERE customer_id=? ORDER BY id DESC LIMIT 5",
         (ticket["customer_id"],),
@@ -349,8 +349,8 @@ def request_supervisor_approval(
         reason: damaged, defective, wrong_item, not_received or changed_mind.
         summary: What the supervisor needs to know to decide.
     """
-    ticket = hd._ticket(ctx, ticket_id)
-    hd._order(ctx, order_id)
+    ticket = hd.load_ticket(ctx, ticket_id)
+    hd.load_order(ctx, order_id)
     line = ctx.one("SELECT id FROM order_lines WHERE id=? AND order_id=?", (line_id, order_id))
     if line is None:
         raise ToolError("not_found", f"order {order_id} has no line {line_id}")
@@ -387,7 +387,7 @@ def list_approval_requests(
 
 def _breaks_policy(ctx: ToolContext, request: dict[str, Any]) -> str | None:
     """Why approving ``request`` would break the refund policy (None: it would not)."""
-    order = hd._order(ctx, request["order_id"])
+    order = hd.load_order(ctx, request["order_id"])
     if order["status"] != "delivered":
         return f"order {order['id']} is {order['status']}, not delivered"
     line = ctx.one(
@@ -474,12 +474,12 @@ def transfer_to_tier2(ctx: ToolContext, ticket_id: TicketId, summary: Prose) -> 
         summary: What tier 2 needs to know: the customer's problem, the order and what you found.
     """
     ticket = _open_chat(ctx, ticket_id)
-    team = hd._team(ctx, "escalations")
+    team = hd.load_team(ctx, "escalations")
     if ticket["team_id"] == team["id"]:
         raise ToolError("conflict", f"ticket {ticket_id} is already with tier 2")
     text = clean_text(summary, "summary")
-    tags = sorted(set(hd._tags(ticket["tags"])) | {"transferred"})
-    hd._touch_ticket(
+    tags = sorted(set(hd.split_tags(ticket["tags"])) | {"transferred"})
+    hd.touch_ticket(
         ctx,
         ticket_id,
         team_id=team["id"],
@@ -509,7 +509,7 @@ def refund_lost_parcel(ctx: ToolContext, ticket_id: TicketId, order_id: OrderId)
             "lost parcels are refunded by tier 2 after a transfer (transfer_to_tier2)",
             rule="lost_parcel",
         )
-    order = hd._order(ctx, order_id)
+    order = hd.load_order(ctx, order_id)
     if order["customer_id"] != ticket["customer_id"]:
         raise ToolError("policy_refused", f"order {order_id} is not on this customer's account", rule="lost_parcel")
     if order["status"] != "shipped" or order["delivered_at"] is not None or order["shipped_at"] is None:
