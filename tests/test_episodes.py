@@ -119,7 +119,7 @@ def test_a_crashing_tool_is_a_world_error_recorded_on_the_episode(faulty_helpdes
         assert ep.failure is not None and ep.failure.boundary == "world" and ep.over
         assert ep.session.changes() == []  # the call was rolled back whole
         assert ep.step("get_policy", {}).error == EPISODE_OVER
-        with pytest.raises(VerifierError):
+        with pytest.raises(WorldError, match="cannot be graded"):
             ep.finish()
 
 

@@ -26,7 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from mirrorworld.core.registry import default
+from conftest import TinyWorld
+from mirrorworld.audit.verifiers import _cross_process
+from mirrorworld.cli import main
+from mirrorworld.core.registry import Registry, default
+from mirrorworld.errors import WorldError
 from mirrorworld.run.trajectories import RunFile
 
 PLUGIN = Path(__file__).resolve().parent / "plugins" / "tinyworld"
@@ -115,10 +119,8 @@ def test_an_unknown_world_is_one_line_naming_the_plugin(plugin: Path, tmp_path: 
 
 def test_run_passes_every_episode_and_writes_a_run_file(plugin: Path, tmp_path: Path) -> None:
     out = tmp_path / "tiny.sqlite"
-    done = _python(
-        plugin, "-m", "mirrorworld", "run", "--world", "tiny", "--agent", "oracle", "--episodes", "4", "--json",
-        "--out", str(out), cwd=tmp_path,
-    )  # fmt: skip
+    argv = ["run", "--world", "tiny", "--agent", "oracle", "--episodes", "4", "--json", "--out", str(out)]
+    done = _python(plugin, "-m", "mirrorworld", *argv, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["episodes"] == 4 and summary["pass_rate"] == 1.0
@@ -139,6 +141,34 @@ def test_the_verifier_audit_meets_every_bar(plugin: Path, tmp_path: Path) -> Non
     assert report["determinism"]["cross_process"] is True
     assert set(report["families"]) == {"renew_loan", "deny_renewal"}
     assert all(f["mutants_total"] > 0 and f["mutation_score"] == 1.0 for f in report["families"].values())
+
+
+def test_the_command_line_uses_the_registry_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    registry = Registry()
+    registry.register("tiny", TinyWorld)
+    out = tmp_path / "run.sqlite"
+    assert main(["run", "--episodes", "2", "--json", "--no-progress", "--out", str(out)], registry=registry) == 0
+    assert json.loads(capsys.readouterr().out)["pass_rate"] == 1.0
+    with RunFile.open(out) as run:
+        assert run.meta["world"] == "mirrorworld/Tiny-v0"
+    assert main(["tools", "--world", "helpdesk"], registry=registry) == 1
+    assert capsys.readouterr().err == "mirrorworld: error: no world named 'helpdesk' (known: tiny)\n"
+    with pytest.raises(SystemExit):
+        main(["run", "--help"], registry=registry)
+    assert "one of: tiny (default: tiny)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_audit_rebuilds_a_world_no_registry_names_in_another_process(tiny: TinyWorld) -> None:
+    assert "tiny" not in default.names()
+    assert _cross_process(tiny, ["bump"], 1) is True
+
+
+def test_a_world_that_cannot_travel_to_another_process_is_a_clear_error() -> None:
+    class Local(TinyWorld):
+        pass
+
+    with pytest.raises(WorldError, match=r"cannot be rebuilt in another process.*--no-cross-process"):
+        _cross_process(Local(), ["bump"], 1)
 
 
 def _free_port() -> int:

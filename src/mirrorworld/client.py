@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import httpx
 
-from mirrorworld.errors import MirrorworldError
+from mirrorworld.errors import BOUNDARIES, MirrorworldError
 
 __all__ = [
     "AsyncClient",
@@ -71,7 +71,12 @@ _ROUTES: dict[str, tuple[str, str]] = {
 
 
 class RemoteError(MirrorworldError):
-    """A request the server refused (or could not be reached: ``status`` 0, ``code`` ``connection_error``)."""
+    """A request the server refused (or could not be reached: ``status`` 0, ``code`` ``connection_error``).
+
+    ``boundary`` says who failed: the boundary the server named (``world`` for a
+    crashed tool), ``infrastructure`` for an unreachable server or a server bug,
+    else ``caller`` (a request the server refused).
+    """
 
     def __init__(self, status: int, code: str, message: str, body: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {message}" + (f" (HTTP {status})" if status else ""))
@@ -79,6 +84,11 @@ class RemoteError(MirrorworldError):
         self.code = code
         self.message = message
         self.body = body or {}
+        named = self.body.get("boundary")
+        if named in BOUNDARIES and named != "agent":
+            self.boundary = named
+        elif status == 0 or status >= 500:
+            self.boundary = "infrastructure"
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +272,10 @@ def _check_http(response: httpx.Response) -> Any:
     if response.status_code >= 400:
         err = body.get("error", {}) if isinstance(body, dict) else {}
         raise RemoteError(
-            response.status_code, str(err.get("code", "http_error")), str(err.get("message", response.reason_phrase))
+            response.status_code,
+            str(err.get("code", "http_error")),
+            str(err.get("message", response.reason_phrase)),
+            err if isinstance(err, dict) else None,
         )
     return body
 

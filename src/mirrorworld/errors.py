@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 __all__ = [
     "BOUNDARIES",
@@ -65,6 +65,7 @@ __all__ = [
     "WorldError",
     "boundary",
     "boundary_of",
+    "error_for",
 ]
 
 Boundary = Literal["agent", "world", "verifier", "infrastructure", "caller"]
@@ -77,8 +78,8 @@ BOUNDARIES: tuple[Boundary, ...] = ("agent", "world", "verifier", "infrastructur
 class MirrorworldError(Exception):
     """Base class of every exception mirrorworld raises on purpose."""
 
-    boundary: ClassVar[Boundary] = "caller"
-    """Where the failure happened (see the module docstring)."""
+    boundary: Boundary = "caller"
+    """Where the failure happened (see the module docstring); an instance may name its own (a remote error)."""
 
 
 class ToolError(MirrorworldError):
@@ -90,7 +91,7 @@ class ToolError(MirrorworldError):
     that refused the call, when one did.
     """
 
-    boundary: ClassVar[Boundary] = "agent"
+    boundary: Boundary = "agent"
 
     def __init__(self, code: str, message: str, *, rule: str | None = None) -> None:
         super().__init__(f"{code}: {message}")
@@ -108,19 +109,19 @@ class ToolError(MirrorworldError):
 class WorldError(MirrorworldError):
     """A world's definition is wrong, or one of its tools crashed: a bug in mirrorworld or in a user's world."""
 
-    boundary: ClassVar[Boundary] = "world"
+    boundary: Boundary = "world"
 
 
 class TaskError(MirrorworldError):
     """A task cannot be generated, or its gold solution does not solve it."""
 
-    boundary: ClassVar[Boundary] = "world"
+    boundary: Boundary = "world"
 
 
 class VerifierError(MirrorworldError):
     """An episode could not be graded."""
 
-    boundary: ClassVar[Boundary] = "verifier"
+    boundary: Boundary = "verifier"
 
 
 class SessionClosedError(MirrorworldError):
@@ -142,7 +143,7 @@ class RunFileError(MirrorworldError):
 class AgentError(MirrorworldError):
     """An agent could not produce an action (infrastructure, not behaviour)."""
 
-    boundary: ClassVar[Boundary] = "infrastructure"
+    boundary: Boundary = "infrastructure"
 
 
 def boundary_of(exc: BaseException) -> Boundary:
@@ -191,6 +192,11 @@ _RAISED_AT: dict[Boundary, type[MirrorworldError]] = {
     "infrastructure": AgentError,
     "caller": MirrorworldError,
 }
+
+
+def error_for(crossed: Boundary) -> type[MirrorworldError]:
+    """The error class that reports a failure at ``crossed`` (``WorldError`` for ``world``...)."""
+    return _RAISED_AT.get(crossed, MirrorworldError)
 
 
 @contextmanager

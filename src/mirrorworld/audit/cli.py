@@ -67,7 +67,7 @@ def cmd_audit_verifiers(args: argparse.Namespace) -> int:
 
         if not Path(regressions).exists():
             raise MirrorworldError(f"no regression cases at {regressions}")
-        data["regressions"] = check_cases([regressions], registry)
+        data["regressions"] = check_cases([regressions], registry, world=world.name)
         if data["regressions"]["regressed"]:
             data["meets_bars"] = False
             data["failed_bars"].append(f"verifier regressions: {', '.join(data['regressions']['regressed'])}")

@@ -90,14 +90,19 @@ class WorldSpec:
 
     def build(self, *, scale: float = 1.0, data_seed: int = 0) -> World:
         """A new world from the factory (not cached: see :meth:`Registry.get`)."""
+        factory = load_object(self.factory)
+        return self.check(factory(scale=scale, data_seed=data_seed), self.factory)
+
+    def check(self, world: object, source: str) -> World:
+        """``world`` if it is the World this spec declares: a World, with this name and env id."""
         from mirrorworld.core.world import World
 
-        factory = load_object(self.factory)
-        world = factory(scale=scale, data_seed=data_seed)
         if not isinstance(world, World):
-            raise WorldError(f"world {self.name}: {self.factory} built a {type(world).__name__}, not a World")
+            raise WorldError(f"world {self.name}: {source} built a {type(world).__name__}, not a World")
         if world.id != self.env_id:
             raise WorldError(f"world {self.name}: the spec says {self.env_id} but the world says {world.id}")
+        if world.name != self.name:
+            raise WorldError(f"world {self.name}: the spec's name is {self.name} but the world's is {world.name}")
         return world
 
     @classmethod
@@ -119,6 +124,7 @@ class Registry:
         self._factories: dict[str, Callable[..., World]] = {}
         self._built: dict[tuple[str, float, int], World] = {}
         self._lock = threading.RLock()
+        self._broken: dict[str, str] = {}
         self._pending_discovery = discover
         for spec in specs:
             self.add(spec)
@@ -131,19 +137,26 @@ class Registry:
     def _discover(self) -> None:
         from importlib.metadata import entry_points
 
-        self._pending_discovery = False
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            if ep.name in self._specs:
+            if ep.name in self._specs or ep.name in self._broken:
                 continue
             try:
                 spec = ep.load()
-            except Exception as err:  # a broken plug-in must not take every world down
-                raise RegistryError(f"the world entry point {ep.name} = {ep.value} cannot be loaded: {err}") from err
+            except Exception as err:  # a broken plug-in takes only itself down
+                self._broken[ep.name] = f"the world entry point {ep.name} = {ep.value} cannot be loaded: {err}"
+                continue
             if not isinstance(spec, WorldSpec):
-                raise RegistryError(f"the world entry point {ep.name} = {ep.value} is not a WorldSpec")
-            if spec.name != ep.name:
-                raise RegistryError(f"the world entry point {ep.name} names a spec called {spec.name}")
-            self._specs[spec.name] = spec
+                self._broken[ep.name] = f"the world entry point {ep.name} = {ep.value} is not a WorldSpec"
+            elif spec.name != ep.name:
+                self._broken[ep.name] = f"the world entry point {ep.name} names a spec called {spec.name}"
+            else:
+                self._specs[spec.name] = spec
+        self._pending_discovery = False
+
+    def broken(self) -> dict[str, str]:
+        """The world entry points that could not be loaded, by name, with the reason (they are not listed)."""
+        self._ensure()
+        return dict(self._broken)
 
     def _ensure(self) -> None:
         if self._pending_discovery:
@@ -194,6 +207,8 @@ class Registry:
         if spec is None and isinstance(name, str):
             spec = next((s for s in self._specs.values() if s.env_id == name), None)
         if spec is None:
+            if key in self._broken:
+                raise RegistryError(self._broken[key])
             raise RegistryError(f"no world named {str(name)[:80]!r} (known: {', '.join(self.names())})")
         return spec
 
@@ -214,7 +229,7 @@ class Registry:
             if world is None:
                 factory = self._factories.get(spec.name)
                 if factory is not None:
-                    world = factory(scale=scale, data_seed=data_seed)
+                    world = spec.check(factory(scale=scale, data_seed=data_seed), f"the factory of {spec.name}")
                 else:
                     world = spec.build(scale=scale, data_seed=data_seed)
                 self._built[key] = world

@@ -233,10 +233,15 @@ class Session:
 
     def _run_read(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
         ctx = ToolContext(self)
+        view, viewed = self.view, self.viewed
         try:
             data = spec.func(ctx, **kwargs)
         except ToolError as err:
+            self.view, self.viewed = view, viewed
             return self._fail(step, spec.name, spec.kind, kwargs, err)
+        except BaseException:
+            self.view, self.viewed = view, viewed
+            raise
         self.events.append(Event(step, spec.name, spec.kind, jsonable(kwargs), True, None))
         return ToolResult(True, data)
 
@@ -255,6 +260,7 @@ class Session:
             return self._fail(step, spec.name, spec.kind, kwargs, err)
         except BaseException:
             self._undo_call()
+            self.view, self.viewed = saved_view
             raise
         self._cursor.execute("RELEASE mw_call")
         rows: tuple[RowKey, ...] = ()

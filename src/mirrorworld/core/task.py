@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from mirrorworld.core.store import Image
 
 __all__ = [
+    "MAX_INDEX",
+    "MAX_SEED",
     "Check",
     "EntityRef",
     "Fact",
@@ -44,6 +46,7 @@ __all__ = [
     "TaskFamily",
     "TaskRef",
     "ToolCall",
+    "check_seed",
     "split_seed",
 ]
 
@@ -64,13 +67,24 @@ def split_seed(split: Split, index: int) -> int:
     """
     if index < 0:
         raise ValueError("task index must be non-negative")
-    if split == "test":
-        return index * TEST_EVERY
-    return index + index // (TEST_EVERY - 1) + 1
+    seed = index * TEST_EVERY if split == "test" else index + index // (TEST_EVERY - 1) + 1
+    if seed > MAX_SEED:
+        raise TaskRefError(f"task index {index} of the {split} split is out of range (at most {MAX_INDEX})")
+    return seed
 
 
 MAX_SEED = 2**31 - 1
 """Largest task seed a task id may name."""
+
+MAX_INDEX = MAX_SEED // TEST_EVERY
+"""Largest task index of a split: its seed, in either split, is at most :data:`MAX_SEED` for any number of families."""
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` if it is an integer task seed in ``[0, MAX_SEED]`` (a :class:`TaskRefError` otherwise)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise TaskRefError(f"a task seed is an integer in [0, {MAX_SEED}], not {_shown(seed)}")
+    return seed
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +99,11 @@ class TaskRef:
     family: str
     seed: int
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.family, str) or not self.family or "/" in self.family or len(self.family) > 100:
+            raise TaskRefError(f"a task family is a non-empty name without '/', not {_shown(self.family)}")
+        check_seed(self.seed)
+
     @classmethod
     def parse(cls, text: object) -> TaskRef:
         if isinstance(text, TaskRef):
@@ -92,12 +111,10 @@ class TaskRef:
         if not isinstance(text, str) or len(text) > 200:
             raise TaskRefError(f"a task id is 'family/seed', not {_shown(text)}")
         family, sep, seed = text.partition("/")
-        if not sep or not family or not seed.isascii() or not seed.isdigit() or len(seed) > 10:
+        canonical = seed.isascii() and seed.isdigit() and len(seed) <= 10 and (seed == "0" or seed[0] != "0")
+        if not sep or not family or not canonical:
             raise TaskRefError(f"a task id is 'family/seed', not {_shown(text)}")
-        value = int(seed)
-        if value > MAX_SEED:
-            raise TaskRefError(f"task seed {value} is out of range (at most {MAX_SEED})")
-        return cls(family, value)
+        return cls(family, int(seed))
 
     def __str__(self) -> str:
         return f"{self.family}/{self.seed}"

@@ -28,7 +28,17 @@ from typing import Any, ClassVar
 
 from mirrorworld.core.session import Session
 from mirrorworld.core.store import Image
-from mirrorworld.core.task import EntityRef, Split, Task, TaskFamily, TaskRef, ToolCall, split_seed
+from mirrorworld.core.task import (
+    MAX_SEED,
+    EntityRef,
+    Split,
+    Task,
+    TaskFamily,
+    TaskRef,
+    ToolCall,
+    check_seed,
+    split_seed,
+)
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.errors import RegistryError, TaskError, WorldError
 
@@ -303,7 +313,9 @@ class World(ABC):
             raise RegistryError(f"world {self.name} has no task family {name!r} (known: {known})") from None
 
     def task(self, family: str, seed: int) -> Task:
-        """The task a family generates for ``seed`` (cached)."""
+        """The task a family generates for ``seed`` (cached); seeds are integers in ``[0, MAX_SEED]``."""
+        if type(seed) is not int or not 0 <= seed <= MAX_SEED:
+            seed = check_seed(seed)
         key = (family, seed)
         hit = self._tasks.get(key)
         if hit is not None:

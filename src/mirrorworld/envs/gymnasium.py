@@ -40,7 +40,7 @@ from gymnasium.utils import seeding
 
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.session import MAX_ARGS_CHARS
-from mirrorworld.core.task import Split, Task
+from mirrorworld.core.task import MAX_INDEX, Split, Task
 from mirrorworld.core.world import World
 from mirrorworld.episodes import Episode, EpisodeOptions, check_split, select_task
 from mirrorworld.errors import MirrorworldError
@@ -106,6 +106,8 @@ def decode_action(action: Any, tool_names: tuple[str, ...]) -> tuple[str, Any]:
         args = action.get("tool_args", "")
     except (TypeError, KeyError, AttributeError):
         raw, args = None, None
+    if isinstance(raw, np.ndarray) and raw.ndim == 0 and raw.dtype.kind in "iu":
+        raw = int(raw)  # a 0-d array, as vectorised samplers and TorchRL give a Discrete action
     if type(raw) is int and 0 <= raw < len(tool_names):
         name = tool_names[raw]
     elif isinstance(raw, str):
@@ -195,7 +197,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             raise MirrorworldError("options['task'] must be a Task")
         index = None
         if task is None and options.get("task_id") is None:
-            index = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+            index = seed if seed is not None else int(self.np_random.integers(0, MAX_INDEX + 1))
         task = select_task(
             self.world, split=self.split, families=self.families, task=task, task_id=options.get("task_id"), index=index
         )

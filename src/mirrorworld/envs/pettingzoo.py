@@ -81,9 +81,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.seats import Seated, seats_of
-from mirrorworld.core.task import Split, Task, ToolCall
+from mirrorworld.core.task import MAX_INDEX, Split, Task, ToolCall
 from mirrorworld.core.world import World
-from mirrorworld.episodes import WAIT, RoleObservation, TeamEpisode, check_split, select_task
+from mirrorworld.episodes import EPISODE_OVER, WAIT, RoleObservation, TeamEpisode, check_split, select_task
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.sim.policies import RoleContext, RolePolicy
 
@@ -241,7 +241,7 @@ class _Core:
             raise MirrorworldError("options['task'] must be a Task")
         index = None
         if task is None and options.get("task_id") is None:
-            index = int(seed) if seed is not None else int(self.rng.integers(0, 2**31 - 1))
+            index = int(seed) if seed is not None else int(self.rng.integers(0, MAX_INDEX + 1))
         task = select_task(
             self.world, split=self.split, families=self.families, task=task, task_id=options.get("task_id"), index=index
         )
@@ -294,6 +294,8 @@ class _Core:
         else:
             raw = action
         tools = self.tools[agent]
+        if isinstance(raw, np.ndarray) and raw.ndim == 0 and raw.dtype.kind in "iu":
+            raw = int(raw)  # a 0-d array, as vectorised samplers give a Discrete action
         name: str | None
         if raw is None:
             name = None
@@ -465,7 +467,10 @@ class SeatedAEC(_TeamEnv, AECEnv[str, dict[str, Any], Any]):  # type: ignore[mis
     def step(self, action: Any) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
-            self._was_dead_step(action)
+            if action is not None:  # a call after the end: refused as everywhere, then PettingZoo's removal
+                tool, _ = self._core.parse(agent, action)
+                self.infos[agent] = {**self.infos[agent], "tool": tool, "ok": False, "error": dict(EPISODE_OVER)}
+            self._was_dead_step(None)
             return
         self._cumulative_rewards[agent] = 0.0
         ep = self._core.ep

@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from mirrorworld.client import Client, RemoteSession, StepResult, Transport
-from mirrorworld.core.task import Split
+from mirrorworld.core.task import MAX_INDEX, Split
 from mirrorworld.envs.gymnasium import _ascii, _clip, decode_action, env_spaces
 from mirrorworld.errors import MirrorworldError
 
@@ -90,10 +90,10 @@ class RemoteMirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             "max_steps": self.max_steps,
             "reward": self.reward_mode,
         }
-        if "task_id" in options:
+        if options.get("task_id") is not None:
             spec["task_id"] = str(options["task_id"])
         else:
-            spec["index"] = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+            spec["index"] = seed if seed is not None else int(self.np_random.integers(0, MAX_INDEX + 1))
         if self.session is None:
             self.session = self.client.create(self.world_name, **spec)
         else:

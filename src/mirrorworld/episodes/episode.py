@@ -46,7 +46,7 @@ from mirrorworld.core.session import Session, ToolResult
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
 from mirrorworld.episodes.outcome import EPISODE_OVER, StepOutcome
-from mirrorworld.errors import Failure, MirrorworldError, VerifierError, WorldError
+from mirrorworld.errors import Failure, MirrorworldError, VerifierError, WorldError, error_for
 from mirrorworld.verify.process import ProcessReward
 from mirrorworld.verify.verdict import Verdict
 from mirrorworld.verify.verifier import Verifier
@@ -223,13 +223,14 @@ class Episode:
         An episode that had not ended is cut short by the caller (the agent
         stopped without a final message): it ends as truncated. Settles the
         process reward (its last term and the score are added to
-        :attr:`total_reward`). Raises :class:`~mirrorworld.errors.VerifierError`
-        if the episode failed before it could be graded.
+        :attr:`total_reward`). An episode that failed before it could be graded
+        raises the error of the boundary that failed (a
+        :class:`~mirrorworld.errors.WorldError` after a crashed tool).
         """
         if self.verdict is not None:
             return self.verdict
         if self.failure is not None:
-            raise VerifierError(f"{self.task.id} cannot be graded: {self.failure.message}")
+            raise error_for(self.failure.boundary)(f"{self.task.id} cannot be graded: {self.failure.message}")
         if not self.terminated:
             self._truncated = True
         shaping = self.process.step(episode_over=True)

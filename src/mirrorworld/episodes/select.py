@@ -63,7 +63,10 @@ def select_task(
 
 
 def _non_negative(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """``value`` as an int if it is a non-negative integer (an int or a NumPy integer; never a bool or a string)."""
+    if isinstance(value, (bool, str, bytes)):
+        raise MirrorworldError(f"{what} must be a non-negative integer")
+    if not isinstance(value, int) or value < 0:
         try:
             number = int(value)
         except (TypeError, ValueError, OverflowError):

@@ -141,19 +141,33 @@ def _task(world: World, spec: dict[str, Any]) -> Task:
         task_id=spec.get("task_id"),
         family=spec.get("family"),
         seed=spec.get("seed"),
-        index=int(spec.get("index", 0)),
+        index=spec.get("index", 0),
     )
 
 
+def _row_int(row: dict[str, Any], key: str) -> int:
+    """A dataset row's integer field: an int, or its decimal ASCII digits (rows are untrusted input)."""
+    value: Any = row.get(key)
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        value = int(value)
+    elif hasattr(value, "dtype") and getattr(value, "ndim", None) == 0 and value.dtype.kind in "iu":
+        value = int(value)  # a NumPy integer, as datasets may give
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MirrorworldError(f"row field {key} must be a non-negative integer, not {str(value)[:40]!r}")
+    return value
+
+
 def _spec_from_row(row: dict[str, Any], split: Split) -> dict[str, Any]:
+    """The task a row names: ``task_id``, or ``family`` and ``seed``, or ``index`` (or ``seed``) of ``split``."""
     spec: dict[str, Any] = {}
     if row.get("task_id") is not None:
-        spec["task_id"] = str(row["task_id"])
+        spec["task_id"] = row["task_id"]
     elif row.get("family") is not None:
         spec["family"] = str(row["family"])
-        spec["seed"] = int(row["seed"])
+        spec["seed"] = _row_int(row, "seed")
     else:
-        spec["index"] = int(row.get("index", row.get("seed", 0)) or 0)
+        key = "index" if row.get("index") is not None else "seed"
+        spec["index"] = _row_int(row, key) if row.get(key) is not None else 0
         spec["split"] = row.get("split") or split
     return spec
 

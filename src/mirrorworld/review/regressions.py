@@ -204,9 +204,15 @@ def run_case(case: RegressionCase, registry: Registry | None = None) -> CaseResu
     return CaseResult(case.id, case.status, case.human_passed, record.passed, evidence)
 
 
-def check_cases(paths: Sequence[str | Path], registry: Registry | None = None) -> dict[str, Any]:
-    """Replay every case; the summary ``audit-verifiers`` reports (``regressed`` must be empty)."""
-    results = [run_case(c, registry) for c in load_cases(*paths)]
+def check_cases(
+    paths: Sequence[str | Path], registry: Registry | None = None, *, world: str | None = None
+) -> dict[str, Any]:
+    """Replay every case (only those of world ``world``, when given); the summary ``audit-verifiers`` reports.
+
+    ``regressed`` must be empty. Each case's world is looked up in ``registry``
+    (by default the installed worlds).
+    """
+    results = [run_case(c, registry) for c in load_cases(*paths) if world is None or c.world == world]
     return {
         "cases": len(results),
         "agree": sum(r.agrees for r in results),

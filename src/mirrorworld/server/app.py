@@ -54,7 +54,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.websockets import WebSocketDisconnect
 
 from mirrorworld.core.registry import Registry
-from mirrorworld.errors import MirrorworldError
 from mirrorworld.server.config import ServerConfig
 from mirrorworld.server.models import (
     CreateRequest,
@@ -82,6 +81,7 @@ from mirrorworld.server.wire import (
     dumps,
     error_response,
     guarded,
+    internal_error,
     json_response,
     log,
     parse_json,
@@ -264,8 +264,7 @@ class Gate:
             return
         except Exception as err:
             log.exception("internal error on POST %s", scope.get("path"))
-            kind = f"the {err.boundary} failed" if isinstance(err, MirrorworldError) else "a server bug"
-            await _send_error(send, ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
+            await _send_error(send, internal_error(err))
             return
         await send(
             {
@@ -585,8 +584,7 @@ def ws_handle(manager: SessionManager, raw: str | bytes, client: str, owned: set
         return _ws_error(rid, err)
     except Exception as err:
         log.exception("internal error on a WebSocket message")
-        kind = "a world, task or verifier failed" if isinstance(err, MirrorworldError) else "a server bug"
-        return _ws_error(rid, ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
+        return _ws_error(rid, internal_error(err))
 
 
 def _ws_error(rid: Any, err: ApiError) -> bytes:

@@ -47,7 +47,7 @@ from mirrorworld.options import registry_of
 from mirrorworld.server.openenv import mcp_call_result
 from mirrorworld.server.options import add_mcp_arguments
 from mirrorworld.server.sessions import ApiError, SessionManager
-from mirrorworld.server.wire import error_response
+from mirrorworld.server.wire import error_response, internal_error, log
 
 __all__ = ["build_mcp_server", "main", "run_stdio", "session_mcp_app"]
 
@@ -85,6 +85,9 @@ def build_mcp_server(manager: SessionManager, locate: Locate, *, instructions: s
             out = manager.step(sid, name, arguments, client)
         except ApiError as err:
             return _error_result(err)
+        except Exception as err:  # the world, task or verifier failed: say so, not the exception's text
+            log.exception("internal error on an MCP tool call")
+            return _error_result(internal_error(err))
         result = mcp_call_result(out)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result["content"][0]["text"])],

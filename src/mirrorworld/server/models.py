@@ -25,6 +25,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema
 
+from mirrorworld.core.task import MAX_SEED
+
 __all__ = [
     "DEFAULT_MAX_STEPS",
     "MAX_SEED",
@@ -40,7 +42,6 @@ __all__ = [
     "request_schema",
 ]
 
-MAX_SEED = 2**31 - 1
 
 DEFAULT_MAX_STEPS = 30
 """Episode length when a request names none (capped by the server's ``max_steps_limit``)."""
@@ -86,7 +87,7 @@ class ResetRequest(_Strict):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_FAMILY_NEEDS_SEED)
 
     task_id: str | None = Field(
-        default=None, max_length=200, pattern=r"^[A-Za-z0-9_.-]+/[0-9]{1,9}$", description="A task id, `family/seed`."
+        default=None, max_length=200, pattern=r"^[A-Za-z0-9_.-]+/[0-9]{1,10}$", description="A task id, `family/seed`."
     )
     family: str | None = Field(default=None, max_length=100, description="A task family (with `seed`).")
     seed: Seed | None = Field(

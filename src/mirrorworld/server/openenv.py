@@ -47,6 +47,7 @@ from mirrorworld.server.wire import (
     client_of,
     dumps,
     guarded,
+    internal_error,
     json_response,
     log,
     parse_json,
@@ -264,6 +265,10 @@ def jsonrpc(manager: SessionManager, request: Any, client: str, session: str | N
             return fail(-32601, f"Method not found: {method[:60]}")
     except ApiError as err:
         return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": err.message, "data": err.body()}}
+    except Exception as err:  # a world, task or verifier failure: a JSON-RPC error naming it, never a tool result
+        log.exception("internal error on a JSON-RPC call")
+        api = internal_error(err)
+        return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": api.message, "data": api.body()}}
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
@@ -419,7 +424,7 @@ async def serve_openenv_ws(websocket: WebSocket, manager: SessionManager) -> Non
                 await websocket.send_text(_ws_error(err))
             except Exception as err:
                 log.exception("internal error on an OpenEnv WebSocket message")
-                await websocket.send_text(_ws_error(ApiError(500, "internal_error", type(err).__name__)))
+                await websocket.send_text(_ws_error(internal_error(err)))
     except WebSocketDisconnect:
         pass
     finally:

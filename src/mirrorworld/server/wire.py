@@ -50,6 +50,7 @@ __all__ = [
     "dumps",
     "error_response",
     "guarded",
+    "internal_error",
     "json_response",
     "log",
     "parse_json",
@@ -163,6 +164,21 @@ def body_schema(model: type[Any], config: ServerConfig) -> dict[str, Any]:
     }
 
 
+def internal_error(err: BaseException) -> ApiError:
+    """The ``500`` that reports an exception no request error covers, naming the boundary that failed.
+
+    A mirrorworld error names its own (``the world failed: WorldError``, with
+    ``boundary: world`` in the body); anything else is a server bug
+    (``infrastructure``). The exception's text stays in the log: it may hold
+    world internals no client should see.
+    """
+    if isinstance(err, MirrorworldError):
+        return ApiError(
+            500, "internal_error", f"the {err.boundary} failed: {type(err).__name__}", boundary=err.boundary
+        )
+    return ApiError(500, "internal_error", f"a server bug: {type(err).__name__}", boundary="infrastructure")
+
+
 def guarded(
     handler: Callable[[Request], Awaitable[Response]],
 ) -> Callable[[Request], Awaitable[Response]]:
@@ -175,8 +191,7 @@ def guarded(
             return error_response(err)
         except Exception as err:
             log.exception("internal error on %s %s", request.method, request.url.path)
-            kind = f"the {err.boundary} failed" if isinstance(err, MirrorworldError) else "a server bug"
-            return error_response(ApiError(500, "internal_error", f"{kind}: {type(err).__name__}"))
+            return error_response(internal_error(err))
 
     endpoint.__name__ = handler.__name__
     endpoint.__doc__ = handler.__doc__
