@@ -46,7 +46,7 @@ from mirrorworld.core.session import Session, ToolResult
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
 from mirrorworld.episodes.outcome import EPISODE_OVER, StepOutcome
-from mirrorworld.errors import Failure, MirrorworldError, VerifierError, WorldError, error_for
+from mirrorworld.errors import Boundary, Failure, MirrorworldError, WorldError, error_for
 from mirrorworld.verify.process import ProcessReward
 from mirrorworld.verify.verdict import Verdict
 from mirrorworld.verify.verifier import Verifier
@@ -154,16 +154,14 @@ class Episode:
         s = self.session
         try:
             result = s.call(tool, args)
-        except MirrorworldError as err:
-            self._fail(err)
-            raise
+            limit = self.options.max_steps
+            end = s.done or (limit is not None and s.steps >= limit) or (self._seated and self._contact_over())
         except Exception as err:
-            wrapped = WorldError(f"{self.world.name}: tool {str(tool)[:60]!r} crashed: {type(err).__name__}: {err}")
-            self._fail(wrapped)
-            raise wrapped from err
-        limit = self.options.max_steps
-        end = s.done or (limit is not None and s.steps >= limit) or (self._seated and self._contact_over())
-        shaping = self.process.step(episode_over=end)
+            raise self._failed(err, "world", f"{self.world.name}: tool {str(tool)[:60]!r} crashed") from err
+        try:
+            shaping = self.process.step(episode_over=end)
+        except Exception as err:
+            raise self._failed(err, "verifier", f"the process reward of {self.task.id} failed") from err
         reward = shaping if self._shaped else 0.0
         verdict = None
         if end:
@@ -202,20 +200,25 @@ class Episode:
         self._ended = True
         try:
             verdict = Verifier()(self.session)
-        except MirrorworldError as err:
-            self._fail(err)
-            raise
         except Exception as err:
-            wrapped = VerifierError(f"grading {self.task.id} failed: {type(err).__name__}: {err}")
-            self._fail(wrapped)
-            raise wrapped from err
+            raise self._failed(err, "verifier", f"grading {self.task.id} failed") from err
         self.verdict = verdict
         return verdict
 
-    def _fail(self, err: MirrorworldError) -> None:
+    def _failed(self, err: Exception, crossed: Boundary, what: str) -> MirrorworldError:
+        """End the episode on ``err`` and record it as the episode's :attr:`failure`.
+
+        A :class:`MirrorworldError` keeps the boundary it names and is re-raised
+        here as it is; anything else is attributed to ``crossed`` (a ``KeyError``
+        out of a tool is a world bug) and the error to raise, chained to it, is returned.
+        """
+        error = err if isinstance(err, MirrorworldError) else error_for(crossed)(f"{what}: {type(err).__name__}: {err}")
         self._ended = True
         if self.failure is None:
-            self.failure = Failure.of(err)
+            self.failure = Failure.of(error)
+        if error is err:
+            raise err
+        return error
 
     def finish(self) -> Verdict:
         """End the episode now and grade it; the verdict once graded.
