@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -18,6 +18,7 @@ from mirrorworld.audit.report import audit_html
 from mirrorworld.audit.verifiers import _cross_process
 from mirrorworld.cli import main
 from mirrorworld.core.task import EntityRef
+from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.world import World
 from mirrorworld.run import RunFile, run_episodes
 from mirrorworld.worlds.helpdesk import HelpdeskWorld
@@ -64,17 +65,37 @@ def test_every_operator_applies_somewhere() -> None:
 
 
 class BlindToOutcome(HelpdeskWorld):
-    """A broken grader: it compares nothing about the targets' final state."""
+    """A broken grader: its tolerances ignore every field of the orders' records, and its outcome view is empty."""
+
+    tolerances: ClassVar[Mapping[str, Mapping[str, Tolerance]]] = {
+        table: {col: Tolerance.ignore("blind") for col in WORLD.image.columns[table]}
+        for table in ("orders", "order_lines", "refunds", "approvals")
+    }
 
     def outcome_view(self, db: sqlite3.Connection, targets: Sequence[EntityRef]) -> dict[str, Any]:
         return {}
 
 
 class BlindToCollateral(HelpdeskWorld):
-    """A broken grader: no row belongs to anything, so nothing is ever collateral."""
+    """A broken grader: no row belongs to anything, and no change the gold did not make is reported."""
 
     def owner(self, table: str, row: dict[str, Any]) -> EntityRef | None:
         return None
+
+
+@pytest.fixture
+def blind_to_collateral(monkeypatch: pytest.MonkeyPatch) -> BlindToCollateral:
+    import mirrorworld.verify.verifier as verifier
+
+    real = verifier.compare
+
+    def blind(*args: Any, **kwargs: Any) -> Any:
+        found = real(*args, **kwargs)
+        found.unexpected.clear()
+        return found
+
+    monkeypatch.setattr(verifier, "compare", blind)
+    return BlindToCollateral()
 
 
 def test_audit_catches_a_verifier_blind_to_the_outcome() -> None:
@@ -87,16 +108,20 @@ def test_audit_catches_a_verifier_blind_to_the_outcome() -> None:
     assert any("mutation score" in line for line in report.failed_bars())
 
 
-def test_audit_catches_a_verifier_blind_to_collateral() -> None:
-    report = audit_verifiers(BlindToCollateral(), seeds=2, families=["refund_damaged", "triage"], cross_process=False)
+def test_audit_catches_a_verifier_blind_to_collateral(blind_to_collateral: BlindToCollateral) -> None:
+    report = audit_verifiers(blind_to_collateral, seeds=2, families=["refund_damaged", "triage"], cross_process=False)
     assert report.probes["out_of_scope"][0] > 0
     assert any(s["operator"] == "collateral" for f in report.families.values() for s in f.survivors)
 
 
 def test_audit_catches_a_verifier_that_accepts_spray(monkeypatch: pytest.MonkeyPatch) -> None:
     import mirrorworld.verify.verifier as verifier
+    from mirrorworld.verify.verdict import Gate
 
-    monkeypatch.setattr(verifier, "stated_distractors", lambda text, fact: [])
+    def substring_only(session: Any, task: Any) -> Gate:
+        return Gate(all(f.value in (session.final_message or "") for f in task.facts), ())
+
+    monkeypatch.setattr(verifier, "grade_communication", substring_only)
     report = audit_verifiers(WORLD, seeds=2, families=["kb_answer", "deny_refund"], cross_process=False)
     assert report.families["kb_answer"].nulls["spray"][0] > 0
     assert report.probes["fact_stuffer"][0] > 0

@@ -105,7 +105,7 @@ def test_a_crashing_tool_is_a_world_failure_outside_the_pass_rate(faulty_helpdes
     assert summary["episodes"] == 3 and summary["graded"] == 2 and summary["passed"] == 2
     assert summary["pass_rate"] == 1.0 and summary["pass_hat_k"] == 1.0 and summary["mean_reward"] == 1.0
     assert summary["errors"] == 1 and summary["errors_by_boundary"] == {"world": 1}
-    assert summary["gate_failures"] == {"state": 0, "collateral": 0, "policy": 0, "communication": 0}
+    assert summary["gate_failures"] == {"state": 0, "collateral": 0, "policy": 0, "communication": 0, "reply": 0}
     assert summary["families"]["refund_damaged"]["errors_by_boundary"] == {"world": 1}
 
 

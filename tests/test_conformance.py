@@ -271,7 +271,7 @@ def _no_gold(task: Task) -> Task:
     [
         pytest.param(_wrong_gold, "gold call 0 set_counter.*not_found", id="gold-fails"),
         pytest.param(_mute_gold, "gold solution does not pass.*new value", id="gold-does-not-pass"),
-        pytest.param(_trivial, "does nothing scores above 0", id="noop-passes"),
+        pytest.param(_trivial, "a refusal alone .* scores above 0", id="noop-passes"),
         pytest.param(_claimable, "claim of success alone .* scores above 0", id="claim-passes"),
         pytest.param(_restless, "not deterministic", id="nondeterministic-task"),
         pytest.param(_malformed_fact, "verifier raised .*non-numeric value", id="verifier-crashes"),

@@ -376,41 +376,52 @@ def _leave(world: World) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("max_steps", [30, 1])
-def test_a_customer_leaving_ends_a_single_agent_gym_episode_on_a_seated_world(max_steps: int) -> None:
-    """MirrorEnv on helpdesk_team: leave_chat terminates (even on the last step), graded once; then nothing changes."""
+def test_a_single_agent_cannot_leave_as_the_customer_of_a_seated_world(max_steps: int) -> None:
+    """MirrorEnv on helpdesk_team: the agent plays the staff, so leave_chat (the customer's own tool) is refused
+    with nothing changed; the episode ends as its budget or a final message says, graded once; then nothing
+    changes."""
     world = make_world("helpdesk_team")
     env = MirrorEnv(world, max_steps=max_steps)
     env.reset(options={"task_id": TEAM_TASK})
+    ep = env.episode
+    assert ep is not None
+    hash_before = ep.session.state_hash()
     _, reward, terminated, truncated, info = env.step(
         {"tool_name": "leave_chat", "tool_args": json.dumps(_leave(world))}
     )
-    assert (terminated, truncated) == (True, False) and info["ok"] and info["verdict"]["score"] == 0.0
-    ep = env.episode
-    assert ep is not None and ep.over
+    assert not info["ok"] and info["error"]["code"] == "not_permitted"
+    assert ep.session.state_hash() == hash_before and not world.contact_over(ep.session)
+    if max_steps > 1:
+        assert (terminated, truncated) == (False, False) and not ep.over
+        _, reward, terminated, truncated, info = env.step(
+            {"tool_name": "respond", "tool_args": json.dumps({"message": "Goodbye."})}
+        )
+        assert (terminated, truncated) == (True, False)
+    else:
+        assert (terminated, truncated) == (False, True)
+    assert ep.over and info["verdict"]["score"] == 0.0
     before = _frozen(ep)
     for tool, args in (
         ("issue_refund", {"order_id": 1, "amount": 1}),
         ("message_agent", {"ticket_id": 1, "message": "hi"}),
     ):
-        obs, reward, terminated, truncated, info = env.step({"tool_name": tool, "tool_args": json.dumps(args)})
-        assert info["error"] == EPISODE_OVER and reward == 0.0 and (terminated, truncated) == (True, False)
+        obs, reward, after_term, after_trunc, info = env.step({"tool_name": tool, "tool_args": json.dumps(args)})
+        assert info["error"] == EPISODE_OVER and reward == 0.0 and (after_term, after_trunc) == (terminated, truncated)
         assert not obs["tool_mask"].any() and "verdict" not in info
     assert _frozen(ep) == before
 
 
-def test_a_customer_leaving_ends_a_chat_episode_on_a_seated_world() -> None:
-    """ChatEnv on helpdesk_team: leave_chat ends the episode; a later final message sends nothing."""
+def test_a_single_agent_cannot_leave_as_the_customer_in_a_chat_episode() -> None:
+    """ChatEnv on helpdesk_team: leave_chat is the customer's, refused to the agent; the contact goes on."""
     world = make_world("helpdesk_team")
     env = ChatEnv(world)
     env.reset(task_id=TEAM_TASK)
     call = {"id": "c0", "type": "function", "function": {"name": "leave_chat", "arguments": json.dumps(_leave(world))}}
     env.step({"role": "assistant", "content": None, "tool_calls": [call]})
     ep = env.episode
-    assert ep is not None and ep.over and ep.terminated and env.last_outcome is not None
-    assert env.last_outcome.verdict is not None
-    before = _frozen(ep)
-    assert env.step({"role": "assistant", "content": "Your refund is done."}) == []
-    assert _frozen(ep) == before and ep.session.final_message is None
+    assert ep is not None and not ep.over and env.last_outcome is not None
+    assert env.last_outcome.error is not None and env.last_outcome.error["code"] == "not_permitted"
+    assert not world.contact_over(ep.session)
     env.close()
 
 

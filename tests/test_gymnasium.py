@@ -75,7 +75,7 @@ def test_gold_episode_terminates_with_a_passing_verdict(env: MirrorEnv, helpdesk
 
 
 def test_shaping_cannot_be_farmed(env: MirrorEnv, helpdesk: HelpdeskWorld) -> None:
-    """Undo-and-redo of a subgoal earns nothing: the return is still the score."""
+    """Undo-and-redo earns nothing, trying values is no answer key: the return is still the score."""
     task = helpdesk.task("triage", 6)
     *work, respond = _gold(task)
     tool, args = next((t, a) for t, a in work if t == "set_priority" and a["priority"] != "urgent")
@@ -83,7 +83,8 @@ def test_shaping_cannot_be_farmed(env: MirrorEnv, helpdesk: HelpdeskWorld) -> No
     rewards, info, _ = _play(env, task, [*work, *flip, respond])
     assert info["verdict"]["passed"] is True
     assert sum(rewards) == pytest.approx(1.0)
-    assert any(r < 0 for r in rewards) and any(0 < r < 1 for r in rewards)  # shaping was paid and taken back
+    assert rewards[len(work) : len(work) + len(flip)] == [0.0] * len(flip)  # a right or wrong value pays nothing
+    assert any(0 < r < 1 for r in rewards)  # opening the tickets was paid, and taken back at the end
 
 
 def test_a_failed_episode_returns_zero(env: MirrorEnv, helpdesk: HelpdeskWorld) -> None:

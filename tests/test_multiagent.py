@@ -102,7 +102,7 @@ def test_shaped_and_sparse_returns_agree() -> None:
             intermediate.append(ep.pop_rewards())
         ep.end_cycle()
     intermediate.append(ep.pop_rewards())
-    assert any(0 < r["tier1"] < 1 for r in intermediate[:-2])  # shaping pays as checks come to hold
+    assert any(r["tier1"] > 0 for r in intermediate[:-2])  # shaping pays as progress is made, before the end
     assert sum(r["tier1"] for r in intermediate) == pytest.approx(1.0)
     sparse = run_team_episode(WORLD, task, make_policies(WORLD, GOLD_TEAM), reward="sparse")
     assert sparse.returns == pytest.approx(ep.returns)

@@ -27,11 +27,20 @@ def _play(session: Session, calls: list[tuple[str, dict[str, Any]]]) -> list[Any
 
 
 def _replay_until(session: Session, task: Task, tool: str) -> None:
-    """Replay the task's gold up to (not including) the first call of ``tool``."""
-    for call in task.gold:
+    """Replay the team's gold, each call by its role, up to (not including) the first call of ``tool``."""
+    for role, call, _slots in WORLD.team_plan(task):
         if call.tool == tool:
             return
-        assert session.call(call.tool, call.args).ok, call
+        assert session.call(call.tool, call.args, role=role).ok, call
+
+
+def _team_gold(task: Task) -> dict[str, dict[str, Any]]:
+    """The arguments of each tool's (first) call in the team's gold."""
+    out: dict[str, dict[str, Any]] = {}
+    for _role, call, _slots in WORLD.team_plan(task):
+        if isinstance(call.args, dict):
+            out.setdefault(call.tool, dict(call.args))
+    return out
 
 
 def test_the_team_world_conforms() -> None:
@@ -97,7 +106,7 @@ def test_verification_codes_are_seeded_and_only_in_the_customers_mailbox() -> No
     with WORLD.session(task) as s:
         sent = s.call("send_verification_code", {"customer_id": cid})
         assert sent.ok and code not in sent.content()
-        mailbox = s.call("check_email", {"ticket_id": tid})
+        mailbox = s.call("check_email", {"ticket_id": tid}, role="customer")
         assert code in mailbox.content()
         before = s.state_hash()
         wrong = s.call(
@@ -122,10 +131,10 @@ def test_a_change_applies_only_when_the_customer_confirms() -> None:
         _replay_until(s, task, "confirm_change")
         email = s.db.execute("SELECT email FROM customers WHERE id=?", (cid,)).fetchone()[0]
         tid = next(i for kind, i in task.scope if kind == "ticket")
-        declined = s.call("confirm_change", {"ticket_id": tid, "change_id": 1, "confirm": False})
+        declined = s.call("confirm_change", {"ticket_id": tid, "change_id": 1, "confirm": False}, role="customer")
         assert declined.ok and declined.data["status"] == "declined"
         assert s.db.execute("SELECT email FROM customers WHERE id=?", (cid,)).fetchone()[0] == email
-        twice = s.call("confirm_change", {"ticket_id": tid, "change_id": 1})
+        twice = s.call("confirm_change", {"ticket_id": tid, "change_id": 1}, role="customer")
         assert not twice.ok and twice.error is not None and twice.error["code"] == "conflict"
 
 
@@ -149,18 +158,18 @@ def test_lost_parcels_need_a_transfer_and_tier_two() -> None:
 
 def test_a_supervisor_approving_a_policy_breaking_refund_breaks_a_hard_rule() -> None:
     task = WORLD.task("team_refund_approval", 0)
-    gold = {c.tool: dict(c.args) for c in task.gold if isinstance(c.args, dict)}
+    gold = _team_gold(task)
     request = gold["request_supervisor_approval"]
     greedy = {**request, "amount": f"{float(request['amount']) + 50:.2f}"}
     with WORLD.session(task) as s:
-        assert s.call("request_supervisor_approval", greedy).ok
-        approved = s.call("decide_approval", {**gold["decide_approval"], "decision": "approve"})
+        assert s.call("request_supervisor_approval", greedy, role="tier1").ok
+        approved = s.call("decide_approval", {**gold["decide_approval"], "decision": "approve"}, role="supervisor")
         assert approved.ok
         assert [v.rule for v in s.events[-1].violations] == ["approval_policy"]
         assert s.events[-1].violations[0].hard
     with WORLD.session(task) as s:
-        assert s.call("request_supervisor_approval", greedy).ok
-        denied = s.call("decide_approval", {**gold["decide_approval"], "decision": "deny"})
+        assert s.call("request_supervisor_approval", greedy, role="tier1").ok
+        denied = s.call("decide_approval", {**gold["decide_approval"], "decision": "deny"}, role="supervisor")
         assert denied.ok and s.events[-1].violations == ()
         refund = s.call("issue_refund", gold["issue_refund"])
         assert not refund.ok  # a denied approval refunds nothing
@@ -168,16 +177,15 @@ def test_a_supervisor_approving_a_policy_breaking_refund_breaks_a_hard_rule() ->
 
 def test_decisions_guard_against_the_wrong_request() -> None:
     task = WORLD.task("team_refund_approval", 1)
-    gold = {c.tool: dict(c.args) for c in task.gold if isinstance(c.args, dict)}
+    gold = _team_gold(task)
+    decide = gold["decide_approval"]
     with WORLD.session(task) as s:
-        assert s.call("request_supervisor_approval", gold["request_supervisor_approval"]).ok
+        assert s.call("request_supervisor_approval", gold["request_supervisor_approval"], role="tier1").ok
         before = s.state_hash()
-        wrong = s.call(
-            "decide_approval", {**gold["decide_approval"], "order_id": gold["decide_approval"]["order_id"] + 1}
-        )
+        wrong = s.call("decide_approval", {**decide, "order_id": decide["order_id"] + 1}, role="supervisor")
         assert not wrong.ok and s.state_hash() == before
-        assert s.call("decide_approval", gold["decide_approval"]).ok
-        twice = s.call("decide_approval", gold["decide_approval"])
+        assert s.call("decide_approval", decide, role="supervisor").ok
+        twice = s.call("decide_approval", decide, role="supervisor")
         assert not twice.ok and twice.error is not None and twice.error["code"] == "conflict"
 
 
@@ -185,15 +193,15 @@ def test_nothing_is_said_in_a_chat_the_customer_left() -> None:
     task = WORLD.task("team_wrong_order", 0)
     tid = next(i for kind, i in task.scope if kind == "ticket")
     with WORLD.session(task) as s:
-        assert s.call("leave_chat", {"ticket_id": tid, "reason": "Too slow."}).ok
+        assert s.call("leave_chat", {"ticket_id": tid, "reason": "Too slow."}, role="customer").ok
         assert WORLD.contact_over(s)
         before = s.state_hash()
-        for tool, args in (
-            ("ask_customer", {"ticket_id": tid, "topic": "other", "question": "Still there?"}),
-            ("message_agent", {"ticket_id": tid, "message": "Hello?"}),
-            ("leave_chat", {"ticket_id": tid, "reason": "again"}),
+        for role, tool, args in (
+            ("tier1", "ask_customer", {"ticket_id": tid, "topic": "other", "question": "Still there?"}),
+            ("customer", "message_agent", {"ticket_id": tid, "message": "Hello?"}),
+            ("customer", "leave_chat", {"ticket_id": tid, "reason": "again"}),
         ):
-            result = s.call(tool, args)
+            result = s.call(tool, args, role=role)
             assert not result.ok and result.error is not None and result.error["rule"] == "chat_closed"
         assert s.state_hash() == before
 

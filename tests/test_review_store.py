@@ -77,7 +77,7 @@ def test_import_is_idempotent_and_keeps_the_whole_record(tmp_path: Path, runs: l
     assert all(i.verifier_passed for i in oracle) and not any(i.verifier_passed for i in items if i.agent == "claim")
     item = oracle[0]
     keys = [c.key for c in item.checks]
-    assert keys[-4:] == ["gate:state", "gate:collateral", "gate:policy", "gate:communication"]
+    assert keys[-5:] == ["gate:state", "gate:collateral", "gate:policy", "gate:communication", "gate:reply"]
     assert any(k.startswith("check:") for k in keys)
     assert all(":" in c.group for c in item.checks)
     record = store.record(item.id)

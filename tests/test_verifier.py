@@ -153,7 +153,7 @@ def test_a_refund_on_another_order_is_collateral_damage(helpdesk: HelpdeskWorld)
         for call in task.gold:
             assert s.call(call.tool, call.args).ok
         v = verify(s)
-    assert _gates(v) == {"state": True, "collateral": False, "policy": True, "communication": True}
+    assert _gates(v) == {"state": True, "collateral": False, "policy": True, "communication": True, "reply": True}
     assert v.score == 0.0
     assert any(f"belongs to order {other.args['order_id']}" in e for e in v.gates["collateral"].evidence)
 
@@ -167,7 +167,7 @@ def test_a_write_outside_any_tool_is_still_seen(helpdesk: HelpdeskWorld) -> None
         assert verify(s).passed
         s.db.execute("UPDATE customers SET zip='00000' WHERE id=?", (other,))
         v = verify(s)
-    assert _gates(v) == {"state": True, "collateral": False, "policy": True, "communication": True}
+    assert _gates(v) == {"state": True, "collateral": False, "policy": True, "communication": True, "reply": True}
     assert v.gates["collateral"].evidence == (f"update customers {other} (belongs to customer {other})",)
 
 
@@ -205,7 +205,7 @@ def test_disclosing_another_customers_email_fails(helpdesk: HelpdeskWorld) -> No
     *work, respond = task.gold
     leaky = ToolCall("respond", {"message": f"{respond.args['message']} (cc {stranger})"})
     v = _run(helpdesk, task, [*work, leaky])
-    assert _gates(v) == {"state": True, "collateral": True, "policy": False, "communication": True}
+    assert _gates(v) == {"state": True, "collateral": True, "policy": False, "communication": True, "reply": True}
     assert "data_disclosure" in " ".join(v.gates["policy"].evidence)
 
 
@@ -303,7 +303,7 @@ def test_the_verdict_is_all_or_nothing(helpdesk: HelpdeskWorld) -> None:
     task = helpdesk.task("cancel_order", 2)
     *work, _ = task.gold
     v = _run(helpdesk, task, [*work, ToolCall("respond", {"message": "Cancelled."})])
-    assert _gates(v) == {"state": True, "collateral": True, "policy": True, "communication": False}
+    assert _gates(v) == {"state": True, "collateral": True, "policy": True, "communication": False, "reply": True}
     assert (v.passed, v.score) == (False, 0.0)
     d = v.to_dict()
     assert list(d) == ["passed", "score", "breakdown", "evidence"]

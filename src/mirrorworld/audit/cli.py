@@ -30,6 +30,13 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
     a.add_argument("--no-probes", action="store_true")
     a.add_argument("--no-cross-process", action="store_true")
     a.add_argument(
+        "--adversary",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run the generative adversary: N composed attacks per family (the full audit uses 5000)",
+    )
+    a.add_argument(
         "--regressions",
         default=None,
         metavar="PATH",
@@ -48,6 +55,8 @@ def cmd_audit_verifiers(args: argparse.Namespace) -> int:
 
     if args.seeds < 1:
         raise MirrorworldError("--seeds must be at least 1")
+    if args.adversary < 0:
+        raise MirrorworldError("--adversary must be 0 (off) or more")
     registry = registry_of(args)
     world = registry.get(args.world)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
@@ -58,6 +67,7 @@ def cmd_audit_verifiers(args: argparse.Namespace) -> int:
             families=families,
             probes=not args.no_probes,
             cross_process=not args.no_cross_process,
+            adversary=args.adversary,
             progress=update,
         )
     data = report.to_dict()

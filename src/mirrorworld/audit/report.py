@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 __all__ = ["audit_html", "print_audit"]
@@ -55,6 +56,22 @@ def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
             con.print(f"[red]survivor[/] {name} {s['task']}: {s['operator']}: {s['mutant']}")
         for s in f["failures"][:5]:
             con.print(f"[red]failure[/] {name} {s['task']}: {s['case']}: {'; '.join(s.get('evidence', []))[:200]}")
+    adv = report.get("adversary")
+    if adv:
+        a = Table(title=f"generative adversary ({adv['per_family']} attacks per family; target: 0 pass)")
+        a.add_column("family")
+        for kind in ("write", "drop", "message"):
+            a.add_column(f"{kind} passed", justify="right")
+        a.add_column("variants failed", justify="right")
+        for name, f in adv["families"].items():
+            cells = [f"[{'red' if v[0] else 'green'}]{v[0]}[/]/{v[1]}" for v in f["attacks"].values()]
+            vf = f["variants"]
+            a.add_row(name, *cells, f"[{'red' if vf[0] else 'green'}]{vf[0]}[/]/{vf[1]}")
+        con.print(a)
+        for name, f in adv["families"].items():
+            for s in f["survivors"][:3]:
+                calls = "; ".join(f"{c['tool']}({_short(c['args'])})" for c in s["calls"])
+                con.print(f"[red]adversary survivor[/] {name} {s['task']} ({s['kind']}): {escape(calls)[:300]}")
     for finding in report["probe_findings"][:10]:
         con.print(f"[red]probe breach[/] {finding['probe']} on {finding['task']}: {finding['evidence']}")
     if report["meets_bars"]:
@@ -80,6 +97,11 @@ th:first-child,td:first-child{text-align:left}th{background:#f6f8fa}
 pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}
 details{margin:.3em 0}
 """
+
+
+def _short(args: Any) -> str:
+    text = args if isinstance(args, str) else ", ".join(f"{k}={v!r}" for k, v in dict(args).items())
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _cell(num: int, den: int, good: bool, extra: str = "") -> str:

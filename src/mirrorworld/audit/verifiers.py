@@ -12,7 +12,9 @@ For every task family over ``seeds`` seeds the audit checks:
 5. *reward-basis lint* — every declared check reaches the verdict and can
    fail, and no task can pass on an empty criterion;
 6. *determinism* — grading is repeatable in-process and in another process
-   under another hash seed.
+   under another hash seed;
+7. with ``adversary=N``, the generative adversary (:mod:`mirrorworld.audit.adversary`):
+   ``N`` composed attacks per family must all fail, its legitimate variants all pass.
 
 It also runs the red-team probes (:mod:`mirrorworld.agents.probes`). Nothing
 here names a world or a family: a world added later is audited by
@@ -113,6 +115,8 @@ class AuditReport:
     probe_findings: list[dict[str, Any]] = field(default_factory=list)
     cross_process: bool | None = None
     seconds: float = 0.0
+    adversary: dict[str, Any] | None = None
+    """The generative adversary's report (``AdversaryReport.to_dict()``), when it ran."""
 
     def failed_bars(self) -> list[str]:
         """The quality bars this audit misses, one line each (empty: all met)."""
@@ -135,6 +139,11 @@ class AuditReport:
                 out.append(f"probe {probe}: succeeded {succ}/{total}")
         if self.cross_process is False:
             out.append("verdicts differ in another process")
+        for name, fam in (self.adversary or {}).get("families", {}).items():
+            if fam["survived"]:
+                out.append(f"{name}: {fam['survived']}/{fam['tried']} adversary attacks passed")
+            if fam["variants"][0]:
+                out.append(f"{name}: {fam['variants'][0]}/{fam['variants'][1]} adversary variants failed")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,6 +162,7 @@ class AuditReport:
             "probes": {k: {"successes": v[0], "episodes": v[1]} for k, v in self.probes.items()},
             "probe_findings": self.probe_findings,
             "determinism": {"cross_process": self.cross_process},
+            "adversary": self.adversary,
         }
 
 
@@ -317,6 +327,7 @@ def audit_verifiers(
     families: Sequence[str] | None = None,
     probes: bool = True,
     cross_process: bool = True,
+    adversary: int = 0,
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditReport:
     """Audit every task family of ``world`` over ``seeds`` seeds. See the module docstring."""
@@ -340,5 +351,11 @@ def audit_verifiers(
         report.probes, report.probe_findings = run_probes(world, names, seeds)
     if cross_process:
         report.cross_process = _cross_process(world, names, min(seeds, 2))
+    if adversary > 0:
+        from mirrorworld.audit.adversary import run_adversary
+
+        report.adversary = run_adversary(
+            world, per_family=adversary, tasks_per_family=min(seeds, adversary), families=names
+        ).to_dict()
     report.seconds = time.perf_counter() - started
     return report

@@ -91,6 +91,8 @@ class Event:
     error: dict[str, Any] | None
     rows: tuple[RowKey, ...] = ()
     violations: tuple[Violation, ...] = ()
+    role: str | None = None
+    """The party that made the call in a world with seats (None: a single agent, who plays no seat)."""
 
     def signature(self) -> str:
         """Tool and canonical arguments: equal for repeated identical calls."""
@@ -141,6 +143,11 @@ class ToolContext:
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.db.execute(sql, params)
 
+    @property
+    def role(self) -> str | None:
+        """The party making this call in a world with seats; None for a single agent (see ``Session.call``)."""
+        return self.session.role
+
     def now(self) -> str:
         """The simulated time, ISO 8601 UTC."""
         return self.session.clock
@@ -179,6 +186,8 @@ class Session:
         self.steps = 0
         self.done = False
         self.final_message: str | None = None
+        self.role: str | None = None
+        """The party making the current (or last) call: ``call``'s ``role``."""
         self.view = ""
         self.viewed: tuple[str, ...] = ()
         """The records the agent has had on screen, oldest first (at most 20)."""
@@ -207,10 +216,18 @@ class Session:
 
     # -- stepping -----------------------------------------------------------
 
-    def call(self, tool: str, args: Mapping[str, Any] | str | None = None) -> ToolResult:
-        """Run one tool call atomically and record it. Never raises for agent input."""
+    def call(self, tool: str, args: Mapping[str, Any] | str | None = None, *, role: str | None = None) -> ToolResult:
+        """Run one tool call atomically and record it. Never raises for agent input.
+
+        ``role`` is the party making the call in a world with seats, as the
+        episode layer knows it (the caller's seat, never an argument an agent
+        writes); it is recorded on the call's :class:`Event` and tools read it
+        as ``ToolContext.role``. None is a single agent, who plays no seat: a
+        seated world refuses it the tools of the parties it simulates.
+        """
         if self._closed:
             raise SessionClosedError("session is closed")
+        self.role = role
         self.steps += 1
         step = self.steps
         name = tool if isinstance(tool, str) else repr(tool)
@@ -242,7 +259,7 @@ class Session:
         except BaseException:
             self.view, self.viewed = view, viewed
             raise
-        self.events.append(Event(step, spec.name, spec.kind, jsonable(kwargs), True, None))
+        self.events.append(Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, role=self.role))
         return ToolResult(True, data)
 
     def _run_write(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
@@ -269,7 +286,7 @@ class Session:
             self.clock = _tick(self.clock)
             self._clock_synced = False
         self.events.append(
-            Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, rows, tuple(ctx._violations))
+            Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, rows, tuple(ctx._violations), self.role)
         )
         return ToolResult(True, data, done=self.done)
 
@@ -297,7 +314,8 @@ class Session:
         self, step: int, name: str, kind: ToolKind | None, kwargs: dict[str, Any] | None, err: ToolError
     ) -> ToolResult:
         error = err.as_dict()
-        self.events.append(Event(step, name, kind, jsonable(kwargs) if kwargs is not None else None, False, error))
+        args = jsonable(kwargs) if kwargs is not None else None
+        self.events.append(Event(step, name, kind, args, False, error, role=self.role))
         return ToolResult(False, error=error, done=self.done)
 
     def _show(self, ref: str, summary: str) -> None:

@@ -7,13 +7,16 @@ it can be stored with a trajectory, hashed and replayed:
 * ``setup`` — writes that bring the world's pristine image to the task's initial
   state (a new ticket, a clock setting);
 * ``gold`` — a tool-call sequence that solves the task; it is replayed on a fresh
-  copy of the initial state to produce the reference end state;
-* ``scope`` — the entities the agent may change; a change anywhere else is
-  collateral damage;
-* ``targets`` — the entities whose outcome view must equal the gold end state's;
-* ``checks`` — named predicates over the final state; all must hold, and their
-  fraction is the potential of the process reward;
-* ``facts`` — what the final message to the customer must communicate.
+  copy of the initial state to produce the reference end state, and the
+  episode's whole diff must equal the gold's but for the world's declared
+  tolerances (see :mod:`mirrorworld.verify.verifier`);
+* ``scope`` — the entities on which tolerated extras may happen (a note, an
+  approval asked for and not needed); a change elsewhere is collateral damage;
+* ``targets`` — the records the task is about: their outcome view is the
+  evidence printed when the state differs, and opening or acting on them is
+  progress of the process reward;
+* ``checks`` — named predicates over the final state; all must hold;
+* ``facts`` — what the final message to the customer must assert.
 
 ``hidden`` holds what only the grader may know (the reason a task is built the
 way it is, canaries); it never reaches an observation.
@@ -248,6 +251,14 @@ class TaskFamily(ABC):
 
     name: str
     description: str
+    needs_reply: bool = True
+    """Whether the policy requires a final message (the world's terminal tool) for this family's tasks.
+
+    The verifier's ``reply`` gate fails an episode of such a family that ends
+    without one, whatever its state. A customer's contact is owed an answer,
+    and a work order asks for a report, so every family needs one unless it
+    says otherwise, giving the policy's reason in its docstring.
+    """
 
     def task(self, world: str, image: Image, seed: int) -> Task:
         rng = random.Random(f"{world}/{self.name}/{seed}")

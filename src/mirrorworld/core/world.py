@@ -20,13 +20,15 @@ import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mirrorworld.core.claims import ClaimRule, CustomerText, ForbiddenPromise, PersonalData, final_text
 from mirrorworld.core.session import Session
+from mirrorworld.core.state import RowChange
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import (
     MAX_SEED,
@@ -39,6 +41,7 @@ from mirrorworld.core.task import (
     check_seed,
     split_seed,
 )
+from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.errors import RegistryError, TaskError, WorldError
 
@@ -83,7 +86,11 @@ class AuditHooks:
         return []
 
     def claim_patterns(self) -> dict[str, tuple[str, ...]]:
-        """Regexes of success claims in a final message, with the tools that would back them."""
+        """Regexes of success claims in a final message, with the tools that would back them.
+
+        A world that declares ``World.claim_rules`` needs none: the audit reads
+        those too; these are added to them.
+        """
         return {}
 
 
@@ -100,11 +107,17 @@ class Prepared:
 
 @dataclass(frozen=True)
 class GoldOutcome:
-    """The reference end state of a task: its gold solution replayed."""
+    """The reference end state of a task: its gold solution replayed.
+
+    ``changes`` is the gold's whole diff against the task's initial state
+    (every row it inserted, updated or deleted, before and after): what the
+    verifier's state gate compares an episode's diff with.
+    """
 
     view: dict[str, Any]
     state_hash: str
     changed: tuple[tuple[str, int], ...]
+    changes: tuple[RowChange, ...] = ()
 
 
 class World(ABC):
@@ -187,11 +200,55 @@ class World(ABC):
     """Columns no observation may ever show, by table (audited by probes)."""
 
     volatile_columns: ClassVar[dict[str, tuple[str, ...]]] = {}
-    """Bookkeeping columns (timestamps) that say when, not what: audits ignore them."""
+    """Bookkeeping columns (timestamps) that say when, not what: audits and the verifier ignore them."""
+
+    tolerances: ClassVar[Mapping[str, Mapping[str, Tolerance]]] = {}
+    """Table -> column -> how the verifier compares that field (:mod:`mirrorworld.core.tolerance`).
+
+    Every field not named here (nor in :attr:`volatile_columns`) must end as
+    the gold's: changed as the gold changed it, or unchanged.
+    """
+
+    optional_rows: ClassVar[Mapping[str, str]] = {}
+    """Table -> why an extra row of it, on an entity of the task's scope, is harmless."""
+
+    def progress_marks(self, session: Session) -> tuple[bool, ...]:
+        """Milestones of the session's task an agent could see in production (identity verified, approval obtained).
+
+        They feed the process reward's potential with the task's opened target
+        records (see :mod:`mirrorworld.verify.process`); each must say whether a
+        step happened, never whether a graded value is right. The tuple's length
+        must not change within an episode. By default there are none.
+        """
+        return ()
 
     def audit_hooks(self) -> AuditHooks:
         """World knowledge the verifier audit uses (undo, alternative paths...)."""
         return AuditHooks()
+
+    # -- what customers read (see mirrorworld.core.claims) --------------------
+
+    def customer_texts(self, session: Session) -> list[CustomerText]:
+        """Every text a customer read in the episode, in step order (by default the final message)."""
+        final = final_text(session)
+        return [final] if final is not None else []
+
+    def claim_rules(self) -> Sequence[ClaimRule]:
+        """The actions a customer text can claim, with what backs each (none by default)."""
+        return ()
+
+    def forbidden_promises(self) -> Sequence[ForbiddenPromise]:
+        """What the policy forbids promising a customer (nothing by default)."""
+        return ()
+
+    def customer_data(self, task: Task | None = None) -> Sequence[PersonalData]:
+        """Customers' personal data that no text to another customer may name.
+
+        With ``task=None``: the data in the world's pristine image (the verifier
+        indexes it once per world). With a task: only what the task's setup
+        adds (its new tickets, say). None by default.
+        """
+        return ()
 
     @cached_property
     def policy(self) -> str:
@@ -352,10 +409,12 @@ class World(ABC):
             hard = [v for e in s.events for v in e.violations if v.hard] + [v for v in self.guards(s) if v.hard]
             if hard:
                 raise TaskError(f"{task.id}: gold solution breaks rule {hard[0].rule}")
+            changes = tuple(s.changes())
             outcome = GoldOutcome(
                 view=self.outcome_view(s.db, task.targets),
                 state_hash=s.state_hash(),
-                changed=tuple((c.table, c.pk) for c in s.changes()),
+                changed=tuple((c.table, c.pk) for c in changes),
+                changes=changes,
             )
         self._gold[key] = outcome
         if len(self._gold) > 4096:

@@ -23,8 +23,16 @@ as a dict. A step after the end is answered, as by every adapter, with the
 (:mod:`mirrorworld.episodes`).
 
 Rewards: with ``reward="sparse"`` only the verdict's score, at the end. With
-``reward="shaped"`` (default) also the potential-based process reward, whose
-terms sum to a constant per task (see :mod:`mirrorworld.verify.process`).
+``reward="shaped"`` (default) also the potential-based process reward over
+progress an agent can see (target records opened, the world's milestones),
+discounted with ``gamma`` (set it to the learner's): its discounted terms sum
+to zero, so the return is the score (see :mod:`mirrorworld.verify.process`).
+The step budget is the env's own: ``max_steps`` (``gym.make(id, max_steps=N)``).
+The ids are registered without a ``max_episode_steps``, so ``gym.make`` adds no
+``TimeLimit``. An outer ``TimeLimit`` (``gym.make(id, max_episode_steps=N)`` or
+one wrapped by hand) is invisible to the env: if it cuts the episode before
+``max_steps``, that last step carries no verdict and the shaping stays unsettled
+(up to the potential reached). Give the budget as ``max_steps`` instead.
 """
 
 from __future__ import annotations
@@ -136,6 +144,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         families: tuple[str, ...] | list[str] | None = None,
         max_steps: int = 30,
         reward: Literal["shaped", "sparse"] = "shaped",
+        gamma: float = 1.0,
         scale: float = 1.0,
         data_seed: int = 0,
         registry: Registry | None = None,
@@ -143,7 +152,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ) -> None:
         if isinstance(world, str):
             world = (registry or default).get(world, scale=scale, data_seed=data_seed)
-        self.options = EpisodeOptions(max_steps=max_steps, reward=reward)
+        self.options = EpisodeOptions(max_steps=max_steps, reward=reward, gamma=gamma)
         self.world = world
         self.split: Split = check_split(split)
         self.families = tuple(families) if families else None

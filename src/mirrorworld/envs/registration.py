@@ -21,4 +21,5 @@ def register_envs(registry: Registry) -> None:
                 id=env_id,
                 entry_point="mirrorworld.envs.gymnasium:MirrorEnv",
                 kwargs={"world": name},
+                max_episode_steps=None,  # the budget is the env's own max_steps: no outer TimeLimit
             )

@@ -25,8 +25,11 @@ stay as they were. This holds for every adapter alike (invariant 7).
 **Rewards.** With ``reward="shaped"`` each step pays the potential-based
 process-reward term (see :mod:`mirrorworld.verify.process`); the step that ends
 the episode also settles the potential and pays the verdict's score, so an
-episode's return equals its score. With ``reward="sparse"`` only the score is
-paid, at the end.
+episode's return (discounted with the options' ``gamma``) equals its
+(discounted) score. With ``reward="sparse"`` only the score is paid, at the
+end. The step budget is the episode's own (``max_steps``): a limit outside
+the episode that cuts it first (a Gymnasium ``TimeLimit``) leaves it unsettled
+and ungraded, so adapters pass their budget here and register none elsewhere.
 
 **Failures.** A refused call is the agent's mistake: an ordinary outcome with
 ``ok=False``. Anything else that escapes a tool is a bug in the world; the
@@ -65,6 +68,8 @@ class EpisodeOptions:
     max_steps: int | None = DEFAULT_MAX_STEPS
     """Calls (refused ones included) after which the episode truncates; None: no budget."""
     reward: RewardMode = "shaped"
+    gamma: float = 1.0
+    """The discount of the process reward's terms (``F = γΦ(s') − Φ(s)``): set it to the learner's."""
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and (
@@ -73,6 +78,8 @@ class EpisodeOptions:
             raise MirrorworldError(f"max_steps must be a positive integer, not {self.max_steps!r}")
         if self.reward not in ("shaped", "sparse"):
             raise MirrorworldError(f"reward must be shaped or sparse, not {str(self.reward)[:40]!r}")
+        if isinstance(self.gamma, bool) or not isinstance(self.gamma, (int, float)) or not 0.0 < self.gamma <= 1.0:
+            raise MirrorworldError(f"gamma must be a number in (0, 1], not {self.gamma!r}")
 
 
 class Episode:
@@ -98,7 +105,7 @@ class Episode:
         self.task = task
         self.options = options
         self.session: Session = world.session(task) if _session is None else _session
-        self.process = ProcessReward(self.session)
+        self.process = ProcessReward(self.session, gamma=float(options.gamma))
         self.verdict: Verdict | None = None
         self.failure: Failure | None = None
         """A world or verifier failure that stopped the episode (None: none happened)."""
@@ -139,7 +146,7 @@ class Episode:
 
     # -- stepping ------------------------------------------------------------------
 
-    def step(self, tool: str, args: Any = None) -> StepOutcome:
+    def step(self, tool: str, args: Any = None, *, role: str | None = None) -> StepOutcome:
         """Run one tool call and return what it did.
 
         Never raises for anything an agent sends: an unknown tool, malformed
@@ -148,12 +155,14 @@ class Episode:
         Raises :class:`~mirrorworld.errors.WorldError` when a tool crashes (a
         world bug) and :class:`~mirrorworld.errors.VerifierError` when the
         ending step cannot be graded; both are recorded in :attr:`failure`.
+        ``role`` is the party making the call in a world with seats (the team
+        episode passes the caller's seat; see ``Session.call``).
         """
         if self._ended:
             return self._refused(tool)
         s = self.session
         try:
-            result = s.call(tool, args)
+            result = s.call(tool, args, role=role)
             limit = self.options.max_steps
             end = s.done or (limit is not None and s.steps >= limit) or (self._seated and self._contact_over())
         except Exception as err:
@@ -261,7 +270,7 @@ class Episode:
             twin = self.world.session(self.task)
             for event in parent.events:
                 if event.ok and event.kind in ("write", "terminal"):
-                    twin.call(event.tool, event.args)
+                    twin.call(event.tool, event.args, role=event.role)
             twin.continue_from(parent)
             if twin.state_hash() != parent.state_hash():
                 twin.close()

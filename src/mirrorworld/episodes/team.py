@@ -12,6 +12,10 @@ owns logic the other needs, and none of them imports a world.
   of any other tool is refused at the seat with ``{code: "not_permitted"}``
   and never reaches the session. ``None`` (or the tool name ``wait``) passes
   the turn.
+* **Roles on the record.** Every call reaches the session with the caller's
+  role (``Session.call(..., role=)``), recorded on its event, so the world's
+  guards can hold each party to its part (who speaks for the customer, who
+  approves, who holds the chat after a transfer).
 * **Turns.** Every action, waits included, is a :class:`Turn` in
   ``episode.turns``: who acted, in which cycle, with which tool and arguments,
   how it ended, and the session step it became. This is how each event is
@@ -222,7 +226,7 @@ class TeamEpisode:
             result = ToolResult(False, error=error)
             self._last[role] = result.content()
             return result
-        outcome = self.episode.step(tool, args)
+        outcome = self.episode.step(tool, args, role=role)
         step = outcome.step
         self._step_roles[step] = role
         event = self.session.events[-1]

@@ -74,6 +74,7 @@ GATE_LABELS = {
     "collateral": "nothing outside the task was changed",
     "policy": "no policy rule was broken",
     "communication": "the final message tells the customer what it must",
+    "reply": "the customer got a final message where the policy requires one",
 }
 """The verifier's gates, as a reviewer reads them in the rubric."""
 

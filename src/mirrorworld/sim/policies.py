@@ -30,6 +30,7 @@ from mirrorworld.core.seats import seats_of
 from mirrorworld.core.task import Task, ToolCall
 from mirrorworld.core.world import World
 from mirrorworld.episodes.team import Action, RoleObservation
+from mirrorworld.errors import WorldError
 
 __all__ = [
     "CLAIM",
@@ -128,9 +129,10 @@ class _Step:
 class GoldStaff(RolePolicy):
     """Plays one role's share of the gold trajectory, reacting to what the others write (privileged).
 
-    The task says who makes each gold call in ``task.hidden["plan"]``: one
-    entry per call of ``task.gold``, ``{"role": ..., "slots": {arg: slot}}``,
-    where ``slots`` names the arguments whose values another party states
+    The world says who makes each call of the team's gold
+    (:meth:`~mirrorworld.core.seats.Seated.team_plan`: by default
+    ``task.hidden["plan"]``, one entry ``{"role": ..., "slots": {arg: slot}}``
+    per call of ``task.gold``), where ``slots`` names the arguments whose values another party states
     (an order number the customer gives). Before each of its calls the policy
     waits until every other party whose write comes first in the plan has sent
     it a message; it fills the slots from the latest message of the party who
@@ -148,20 +150,21 @@ class GoldStaff(RolePolicy):
         task, world, role = context.task, context.world, context.role
         self.seats = seats_of(world)
         self.source = self.seats.simulated_role if self.seats.simulated_role != role else None
-        plan = task.hidden.get("plan")
-        if not isinstance(plan, list) or len(plan) != len(task.gold):
-            raise ValueError(f"task {task.id} has no gold plan for its roles")
+        try:
+            plan = self.seats.team_plan(task)
+        except WorldError as err:
+            raise ValueError(str(err)) from err
         self.steps: list[_Step] = []
         prev = -1
-        for i, (call, entry) in enumerate(zip(task.gold, plan, strict=True)):
-            if entry["role"] != role:
+        for i, (who, call, slots) in enumerate(plan):
+            if who != role:
                 continue
             others = {
-                plan[j]["role"]
+                plan[j][0]
                 for j in range(prev + 1, i)
-                if plan[j]["role"] != role and world.tools_by_name[task.gold[j].tool].kind != "read"
+                if plan[j][0] != role and world.tools_by_name[plan[j][1].tool].kind != "read"
             }
-            self.steps.append(_Step(call, dict(entry.get("slots", {})), frozenset(others)))
+            self.steps.append(_Step(call, slots, frozenset(others)))
             prev = i
         for step, after in zip(self.steps, self.steps[1:], strict=False):
             step.asks = bool(after.slots) and self._from_source(after.wait_for)

@@ -1,120 +1,81 @@
-"""Whether the final message communicates the facts a task requires.
+"""The communication gate: what the customer was told, read for what it asserts.
 
-Matching is normalised so that harmless variation never changes the result:
-``$25``, ``25.00`` and ``25 dollars`` are the same amount; ``2026-03-05``,
-``March 5, 2026``, ``5 Mar 2026`` and ``03/05/2026`` the same date; case and
-whitespace never matter.
+:func:`grade_communication` passes when
+
+* the final message **states** every fact of the task (an asserted occurrence
+  of its value: not negated, asked, conditional or hedged) and asserts none of
+  its distractors as the answer for it;
+* no customer text (``World.customer_texts``, and the final message) makes an
+  **unbacked claim** of an action (``World.claim_rules``);
+* no customer text makes a **forbidden promise** (``World.forbidden_promises``).
+
+Disclosures of another customer's data are policy violations, found by the
+world's guards with :func:`mirrorworld.verify.claims.disclosures`. What
+"stated", "asserted", "claim" and "disclosure" mean, and how amounts, dates,
+ids, emails and phones are normalised, is the contract written in
+:mod:`mirrorworld.verify.claims`. Harmless variation never changes the result:
+``$25``, ``25.00``, ``USD25`` and ``twenty-five dollars`` are the same amount;
+``2026-03-05``, ``March 5, 2026``, ``5 Mar 2026`` and ``03/05/2026`` the same
+date; case and whitespace never matter.
 """
 
 from __future__ import annotations
 
-import re
-from datetime import date, datetime
-from decimal import Decimal, InvalidOperation
+from datetime import date
+from decimal import Decimal
 
-from mirrorworld.core.task import Fact
-from mirrorworld.errors import VerifierError
+from mirrorworld.core.session import Session
+from mirrorworld.core.task import Fact, Task
+from mirrorworld.verify.claims import claim_failures, fact_findings, promise_failures, read, sim_date, texts_to_grade
+from mirrorworld.verify.verdict import Gate
 
-__all__ = ["dates_in", "mentions", "missing_facts", "numbers_in", "stated_distractors"]
-
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
-_MONTHS = {
-    m: i
-    for i, names in enumerate(
-        (
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ),
-        1,
-    )
-    for m in names
-}
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_US = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})")
-_MDY = re.compile(rf"\b({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})", re.I)
-_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE})\.?,?\s+(\d{{4}})", re.I)
+__all__ = ["dates_in", "grade_communication", "mentions", "missing_facts", "numbers_in", "stated_distractors"]
 
 
 def numbers_in(text: str, *, ids: bool = True) -> set[Decimal]:
-    """Every number written in ``text``, as exact decimals.
+    """Every number written in ``text``, as exact decimals (amounts in words included).
 
-    Numbers inside dates are not counted. With ``ids=False``, numbers written
-    as identifiers (``#428``) are not counted either.
+    Numbers inside dates, phones and times are not counted. With ``ids=False``,
+    numbers written as identifiers (``#428``, ``ticket 428``) are not counted either.
     """
-    for pattern in (_ISO, _US, _MDY, _DMY):
-        text = pattern.sub(" ", text)
-    out = set()
-    for m in _NUMBER.finditer(text):
-        if not ids and m.start() > 0 and text[m.start() - 1] == "#":
-            continue
-        try:
-            out.add(Decimal(m.group(0).replace(",", "")).normalize())
-        except InvalidOperation:
-            continue
-    return out
+    kinds = ("money", "number", "id") if ids else ("money", "number")
+    return {v.key for v in read(text).values if v.kind in kinds and isinstance(v.key, Decimal)}
 
 
-def _safe_date(y: int, m: int, d: int) -> date | None:
-    try:
-        return date(y, m, d)
-    except ValueError:
-        return None
+def dates_in(text: str, today: date | None = None) -> set[date]:
+    """Every date written in ``text``; dates without a year only when ``today`` is given."""
+    return {v.key for v in read(text, today).values if v.kind == "date" and isinstance(v.key, date)}
 
 
-def dates_in(text: str) -> set[date]:
-    """Every date written in ``text`` in a common format."""
-    found: list[date | None] = []
-    found += [_safe_date(int(y), int(m), int(d)) for y, m, d in _ISO.findall(text)]
-    found += [_safe_date(int(y), int(m), int(d)) for m, d, y in _US.findall(text)]
-    found += [_safe_date(int(y), _MONTHS[mo.lower()], int(d)) for mo, d, y in _MDY.findall(text)]
-    found += [_safe_date(int(y), _MONTHS[mo.lower()], int(d)) for d, mo, y in _DMY.findall(text)]
-    return {d for d in found if d is not None}
+def mentions(text: str, fact: Fact, today: date | None = None) -> bool:
+    """Whether ``text`` states ``fact``: holds an asserted occurrence of its value."""
+    return fact_findings(text, fact, today)[0]
 
 
-def _squash(text: str) -> str:
-    return " ".join(text.casefold().split())
+def stated_distractors(text: str | None, fact: Fact, today: date | None = None) -> list[str]:
+    """The distractors of ``fact`` that ``text`` asserts as the answer for it."""
+    return fact_findings(text, fact, today)[1]
 
 
-def _states(text: str, kind: str, value: str) -> bool:
-    if kind in ("money", "number", "id"):
-        try:
-            wanted = Decimal(value).normalize()
-        except InvalidOperation:
-            raise VerifierError(f"a {kind} fact has the non-numeric value {value!r}") from None
-        return wanted in numbers_in(text, ids=kind == "id")
-    if kind == "date":
-        return datetime.strptime(value[:10], "%Y-%m-%d").date() in dates_in(text)
-    if kind == "email":
-        return value.casefold() in {e.casefold().rstrip(".") for e in _EMAIL.findall(text)}
-    return re.search(r"(?<!\w)" + re.escape(_squash(value)) + r"(?!\w)", _squash(text)) is not None
-
-
-def mentions(text: str, fact: Fact) -> bool:
-    """Whether ``text`` states ``fact`` (see the module docstring)."""
-    return _states(text, fact.kind, fact.value)
-
-
-def stated_distractors(text: str | None, fact: Fact) -> list[str]:
-    """The plausible wrong answers to ``fact`` that ``text`` states."""
-    if text is None:
-        return []
-    return [d for d in fact.distractors if d != fact.value and _states(text, fact.kind, d)]
-
-
-def missing_facts(text: str | None, facts: tuple[Fact, ...]) -> list[Fact]:
+def missing_facts(text: str | None, facts: tuple[Fact, ...], today: date | None = None) -> list[Fact]:
     """The facts ``text`` does not state (all of them when there is no text)."""
-    if text is None:
-        return list(facts)
-    return [f for f in facts if not mentions(text, f)]
+    return [f for f in facts if not fact_findings(text, f, today)[0]]
+
+
+def grade_communication(session: Session, task: Task) -> Gate:
+    """The communication gate of ``session`` (see the module docstring)."""
+    world = session.world
+    final = session.final_message
+    today = sim_date(session)
+    evidence: list[str] = []
+    for fact in task.facts:
+        stated, ambiguous = fact_findings(final, fact, today)
+        if not stated:
+            evidence.append(f"final message does not state {fact.label} ({fact.value})")
+        evidence += [f"final message also states {d}, a wrong answer for {fact.label}" for d in ambiguous]
+    rules, promises = world.claim_rules(), world.forbidden_promises()
+    if rules or promises:
+        texts = texts_to_grade(session)
+        evidence += claim_failures(session, texts, rules)
+        evidence += promise_failures(session, texts, promises)
+    return Gate(not evidence, tuple(evidence), {"responded": final is not None})

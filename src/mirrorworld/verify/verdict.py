@@ -3,7 +3,7 @@
 ``passed`` is true only when every gate passes; ``score`` is 1.0 when passed and
 0.0 otherwise, so no partial credit can be farmed from the parts of a task that
 are easy. ``breakdown`` keeps each gate's result with its evidence, and the
-process-reward potentials that dense shaping used.
+fraction of the task's checks that held at the start and at the end (``process``).
 
 A verdict is stored as :meth:`Verdict.to_dict` (in run files, review databases,
 server replies) and rebuilt with :meth:`Verdict.from_dict`, exactly:
@@ -23,7 +23,7 @@ from mirrorworld.errors import RunFileError
 
 __all__ = ["GATES", "MAX_DEPTH", "MAX_ITEMS", "MAX_TEXT", "Gate", "Verdict"]
 
-GATES = ("state", "collateral", "policy", "communication")
+GATES = ("state", "collateral", "policy", "communication", "reply")
 """The gates an episode must all pass, in report order."""
 
 MAX_TEXT = 100_000

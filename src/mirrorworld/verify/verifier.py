@@ -1,18 +1,54 @@
 """Grading an episode.
 
 The :class:`Verifier` compares a session's state with the task's gold solution
-replayed on a fresh copy of the initial state, and applies four gates:
+replayed on a fresh copy of the initial state, and applies five gates:
 
-* **state** — the outcome view of the task's targets equals the gold one, and
-  every declared check holds;
-* **collateral** — no row changed outside the task's scope (a change that was
-  undone is not a change);
+* **state** — every change the gold made, the episode made the same way (the
+  whole diff, below), and every declared check holds;
+* **collateral** — the episode made no change the gold did not make that no
+  tolerance covers (a change that was undone is not a change);
 * **policy** — no hard rule was broken, by a committed call or as found by the
   world's guards over the finished episode;
-* **communication** — the final message states every required fact.
+* **communication** — every text the customer sees is read by one claim checker
+  (:mod:`mirrorworld.verify.claims`): the final message *asserts* every required
+  fact (not negated, asked or hedged, no distractor given as the answer), every
+  claim of an action is backed by the episode, no promise the policy forbids is
+  made (another customer's data in any form is a ``data_disclosure`` violation,
+  found by the world's guards with the same reader);
+* **reply** — a final message was sent, where the task's family needs one
+  (``TaskFamily.needs_reply``): evidence ``no final message``.
 
-It also reports the process-reward potentials and guard counters (repeated
-identical calls, refused calls, rows written and restored) that audits use.
+**The whole diff.** An episode's state is graded as the rows it changed
+against the task's initial state (``Session.changes()``), compared with the
+gold's (``GoldOutcome.changes``, replayed once per task and compiled once by
+:mod:`mirrorworld.verify.diff`). Every field of every row, in every table but
+the simulated clock, is compared, whatever entity it belongs to; what differs
+is either *missing* (the gold changed it and the episode did not, or changed
+it otherwise: the state gate) or *unexpected* (the episode changed it and the
+gold did not: the collateral gate, whose evidence names the owning entity
+when it lies outside the task's scope, ``… (belongs to order 7)``, and reads
+``unexpected change: …`` otherwise). A row that existed before is matched by
+its primary key; an inserted row by its content, never its rowid: its fields
+without the rowid and tolerated columns, with every foreign key to another
+inserted row replaced by that row's content, so an insert that got another
+id because a harmless step ran first still matches, and so do the rows that
+refer to it. Gold and episode inserts are matched per table as multisets.
+
+**Tolerances** are data each world declares (``World.tolerances``, see
+:mod:`mirrorworld.core.tolerance`): ``ignore`` (simulated timestamps; every
+``volatile_columns`` entry), ``id`` (sequence-drawn values), ``order``
+(positions) are not compared; ``text`` (free text) passes the text rule of
+:func:`mirrorworld.verify.diff.plausible_text` or equals what the gold wrote,
+its content being read by the claim checker; ``choice`` lets a field the gold
+leaves alone move to a listed value on an entity of the task's scope. Extra
+rows of a world's ``optional_rows`` tables (an approval asked for and not
+needed, an internal note) are harmless on an entity of the scope. The task's
+``scope`` is thus where tolerated extras may happen; its ``targets`` only
+pick the outcome view printed as evidence when the state gate fails.
+
+It also reports the fraction of checks holding at the start and the end, and
+guard counters (repeated identical calls, refused calls, rows written and
+restored) that audits use.
 The verifier reads the session's state and its recorded events only; nothing
 an agent says about its own work is taken on trust.
 """
@@ -24,7 +60,8 @@ from typing import Any
 from mirrorworld.core.session import Session, Violation
 from mirrorworld.errors import VerifierError
 from mirrorworld.verify.checks import evaluate_check, initial_potential, potential
-from mirrorworld.verify.communication import missing_facts, stated_distractors
+from mirrorworld.verify.communication import grade_communication
+from mirrorworld.verify.diff import compare
 from mirrorworld.verify.verdict import Gate, Verdict
 
 __all__ = ["Verifier", "verify"]
@@ -50,24 +87,16 @@ class Verifier:
         gold = world.gold(task)
         db = session.db
 
-        view = world.outcome_view(db, task.targets)
-        mismatches = _view_mismatches(gold.view, view)
+        changes = session.changes()
+        diff = compare(world, gold, changes, task.scope)
         check_results = {c.name: evaluate_check(db, session.image, c) for c in task.checks}
         failed_checks = [name for name, ok in check_results.items() if not ok]
-        state = Gate(
-            not mismatches and not failed_checks,
-            tuple(mismatches) + tuple(f"check failed: {n}" for n in failed_checks),
-            {"checks": check_results},
-        )
-
-        scope = set(task.scope)
-        collateral_rows = []
-        changes = session.changes()
-        for change in changes:
-            owner = world.owner(change.table, change.after or change.before or {})
-            if owner is not None and owner not in scope:
-                collateral_rows.append(f"{change.kind} {change.table} {change.pk} (belongs to {owner[0]} {owner[1]})")
-        collateral = Gate(not collateral_rows, tuple(collateral_rows))
+        state_evidence = [*diff.missing, *(f"check failed: {n}" for n in failed_checks)]
+        if state_evidence:
+            view = _view_mismatches(gold.view, world.outcome_view(db, task.targets))
+            state_evidence += [f"outcome view: {m}" for m in view]
+        state = Gate(not state_evidence, tuple(state_evidence), {"checks": check_results})
+        collateral = Gate(not diff.unexpected, tuple(diff.unexpected))
 
         violations: list[Violation] = [v for e in session.events for v in e.violations]
         violations += world.guards(session)
@@ -78,16 +107,20 @@ class Verifier:
             {"violations": [{"rule": v.rule, "hard": v.hard, "step": v.step} for v in violations]},
         )
 
-        missing = missing_facts(session.final_message, task.facts)
-        ambiguous = [(f, d) for f in task.facts for d in stated_distractors(session.final_message, f)]
-        communication = Gate(
-            not missing and not ambiguous,
-            tuple(f"final message does not state {f.label} ({f.value})" for f in missing)
-            + tuple(f"final message also states {d}, a wrong answer for {f.label}" for f, d in ambiguous),
-            {"responded": session.final_message is not None},
-        )
+        communication = grade_communication(session, task)
 
-        gates = {"state": state, "collateral": collateral, "policy": policy, "communication": communication}
+        family = world.families_by_name.get(task.family)
+        needs_reply = family.needs_reply if family is not None else True
+        replied = session.final_message is not None
+        reply = Gate(replied or not needs_reply, () if replied or not needs_reply else ("no final message",))
+
+        gates = {
+            "state": state,
+            "collateral": collateral,
+            "policy": policy,
+            "communication": communication,
+            "reply": reply,
+        }
         passed = all(g.passed for g in gates.values())
         process = {
             "potential_initial": initial_potential(world, task),

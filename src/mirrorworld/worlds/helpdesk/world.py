@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from mirrorworld.core.claims import ClaimRule, CustomerText, ForbiddenPromise, PersonalData
 from mirrorworld.core.session import Session, Violation
-from mirrorworld.core.task import EntityRef, TaskFamily
+from mirrorworld.core.task import EntityRef, Task, TaskFamily
+from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import AuditHooks, Rule, World
-from mirrorworld.worlds.helpdesk import data, guards
+from mirrorworld.worlds.helpdesk import claims, data, guards
 from mirrorworld.worlds.helpdesk.audit import HelpdeskAudit
 from mirrorworld.worlds.helpdesk.rules import EPOCH, RULES
 from mirrorworld.worlds.helpdesk.tasks import FAMILIES
@@ -117,9 +119,75 @@ class HelpdeskWorld(World):
         "approvals": ("created_at",),
         "identity_checks": ("created_at",),
     }
+    tolerances: ClassVar[Mapping[str, Mapping[str, Tolerance]]] = {
+        "tickets": {
+            "status": Tolerance.choice(
+                ("open", "pending", "solved"),
+                "a reply opens a new ticket, and a contact answered may be left pending or solved; "
+                "closing is final and is never a variant",
+            ),
+        },
+        "ticket_messages": {
+            "body": Tolerance.text(
+                "a reply or an internal note in the agent's words (an escalation note adds one word of its own)",
+                words=3,
+            ),
+        },
+        "refunds": {
+            "override_reason": Tolerance.text("the justification of an override, in the agent's words"),
+        },
+    }
+    optional_rows: ClassVar[Mapping[str, str]] = {
+        "ticket_messages": "a public reply or an internal note on a ticket of the contact",
+        "approvals": "a supervisor approval asked for and not needed: a refund still needs its own",
+        "identity_checks": "an identity check proves who is calling and changes nothing",
+    }
+
+    def progress_marks(self, session: Session) -> tuple[bool, ...]:
+        """Identity verified and approval obtained, for the tasks whose solution needs them.
+
+        Both are what the tool's own result already tells the agent
+        (``verified``, the approval's ``status``), so they reveal nothing graded.
+        """
+        task = session.task
+        if task is None:
+            return ()
+        tools = {c.tool for c in task.gold}
+        marks: list[bool] = []
+        db = session.db
+        if "verify_identity" in tools and task.customer_id is not None:
+            row = db.execute(
+                "SELECT 1 FROM identity_checks WHERE customer_id=? AND passed=1 LIMIT 1", (task.customer_id,)
+            ).fetchone()
+            marks.append(row is not None)
+        if "request_approval" in tools:
+            orders = [ident for kind, ident in task.targets if kind == "order"]
+            row = (
+                db.execute(
+                    f"SELECT 1 FROM approvals WHERE status='approved' AND order_id IN ({','.join('?' * len(orders))}) "
+                    "LIMIT 1",
+                    orders,
+                ).fetchone()
+                if orders
+                else None
+            )
+            marks.append(row is not None)
+        return tuple(marks)
 
     def guards(self, session: Session) -> list[Violation]:
         return guards.disclosed(session)
 
     def audit_hooks(self) -> AuditHooks:
         return HelpdeskAudit(self)
+
+    def customer_texts(self, session: Session) -> list[CustomerText]:
+        return claims.customer_texts(session)
+
+    def claim_rules(self) -> Sequence[ClaimRule]:
+        return claims.claim_rules(tuple(t.name for t in self.tools if t.kind == "write"))
+
+    def forbidden_promises(self) -> Sequence[ForbiddenPromise]:
+        return claims.PROMISES
+
+    def customer_data(self, task: Task | None = None) -> Sequence[PersonalData]:
+        return claims.customer_data(self.image, task)

@@ -55,9 +55,8 @@ class TeamAudit(AuditHooks):
             )
         tid = self._ticket(task)
         if tid is not None and gold and gold[-1].tool == "respond":
-            extra = [
+            extra = [  # the customer, played by the world, answers it
                 ToolCall("ask_customer", {"ticket_id": tid, "topic": "details", "question": "Anything else I can do?"}),
-                ToolCall("message_agent", {"ticket_id": tid, "message": "No, that's all, thanks."}),
             ]
             out.append(("an extra question before the final message", [*gold[:-1], *extra, gold[-1]]))
         return out
@@ -102,7 +101,7 @@ class TeamAudit(AuditHooks):
             ),
             r"\b(cancell?ed)\b": ("cancel_order",),
             r"\b(transferred|escalated)\b": ("transfer_to_tier2",),
-            r"\b(approved)\b": ("decide_approval",),
+            r"\b(approved)\b": ("decide_approval", "request_supervisor_approval"),
             r"\b(updated|changed)\b.{0,40}\b(email|phone|address)\b": ("confirm_change",),
             r"\b(?:email|phone|address)\b.{0,40}\bis now\b": ("confirm_change",),
         }

@@ -1,9 +1,13 @@
 """The helpdesk team's roles, their tools and the rules a team adds to the helpdesk's.
 
 Who may call what is data, not a naming convention: :data:`ROLE_TOOLS` maps
-each role to the tools its seat in the contact center offers. The
-multi-agent environments enforce it; a single agent driving a session directly
-(the conformance checks, the verifier audit) is not bound by it.
+each role to the tools its seat in the contact center offers, and the multi-agent
+environments enforce it. The role protocol (:data:`OWN_TOOLS`, :data:`DECISIONS`,
+:data:`HANDOFFS`, :data:`TRANSFERS`, :data:`SPEAKING_TOOLS`) binds every caller,
+a single agent included: a single agent (a session called with no role: the
+Gymnasium and chat environments, the conformance checks, the verifier audit)
+plays the staff who hold the chat (:data:`SOLO_ROLES`), and the world plays the
+customer and the supervisor for it.
 
 ``policy.md`` states the rules in prose; tools enforce them in code.
 """
@@ -19,14 +23,21 @@ from mirrorworld.worlds.helpdesk.rules import RULES as HELPDESK_RULES
 __all__ = [
     "CODE_VALID_MINUTES",
     "CUSTOMER",
+    "DECISIONS",
+    "HANDOFFS",
+    "HANDOFF_MIN_WORDS",
     "LOST_PARCEL_DAYS",
+    "OWN_TOOLS",
     "ROLES",
     "ROLE_TOOLS",
     "RULES",
+    "SOLO_ROLES",
+    "SPEAKING_TOOLS",
     "STAFF",
     "SUPERVISOR",
     "TIER1",
     "TIER2",
+    "TRANSFERS",
 ]
 
 CUSTOMER, TIER1, SUPERVISOR, TIER2 = "customer", "tier1", "supervisor", "tier2"
@@ -72,6 +83,32 @@ ROLE_TOOLS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 """The tools each role may call, in action-index order (index 0 of a role's action space is ``wait``)."""
 
+OWN_TOOLS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {CUSTOMER: ROLE_TOOLS[CUSTOMER], SUPERVISOR: ("list_approval_requests", "decide_approval")}
+)
+"""Tools only that party may call: nobody else reads the customer's mailbox, speaks or confirms for the
+customer, or decides approvals (the world refuses them with ``not_permitted``)."""
+DECISIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "decide_approval": ("request_supervisor_approval", SUPERVISOR),
+        "confirm_change": ("propose_account_change", CUSTOMER),
+    }
+)
+"""``{decision: (request, deciding role)}``: the supervisor decides what staff requested; the customer confirms
+what staff proposed. Never the requester."""
+HANDOFFS: Mapping[str, str] = MappingProxyType(
+    {"transfer_to_tier2": "summary", "request_supervisor_approval": "summary"}
+)
+"""The hand-offs and the argument holding each one's summary."""
+HANDOFF_MIN_WORDS = 6
+"""A hand-off summary states the case: at least this many words, naming the order (or the chat) it is about."""
+TRANSFERS: Mapping[str, str] = MappingProxyType({"transfer_to_tier2": TIER2})
+"""Who holds the chat after each transfer (tier 1 holds it before any)."""
+SPEAKING_TOOLS: tuple[str, ...] = ("ask_customer", "propose_account_change", "respond")
+"""What the customer reads from staff: only whoever holds the chat sends it."""
+SOLO_ROLES: tuple[str, ...] = (TIER1, TIER2)
+"""The roles a single agent plays; the world plays the customer and the supervisor for it."""
+
 TEAM_RULES = (
     Rule(
         "approval_policy",
@@ -90,6 +127,26 @@ TEAM_RULES = (
     ),
     Rule("chat_closed", "Nothing is said in a chat the customer has left."),
     Rule("approved_line", "A refund made with an approval refunds the line the approval was requested for."),
+    Rule(
+        "party_tools",
+        "Only the customer speaks for the customer, reads their mailbox, confirms their changes or leaves their "
+        "chat; only the supervisor lists and decides approval requests.",
+    ),
+    Rule(
+        "separation_of_duties",
+        "A request is decided by another party than the one who made it: approvals by the supervisor, account "
+        "changes by the customer. Nobody approves their own request.",
+    ),
+    Rule(
+        "conversation_owner",
+        "Whoever holds the chat talks to the customer: tier 1 until a transfer, tier 2 after it. After a transfer "
+        "tier 1 sends the customer nothing, the final message included.",
+    ),
+    Rule(
+        "handoff_summary",
+        f"A hand-off summary (a transfer, an approval request) states the case: at least {HANDOFF_MIN_WORDS} words "
+        "naming the order it is about (or the chat number) and what was found.",
+    ),
 )
 
 RULES: tuple[Rule, ...] = (*HELPDESK_RULES, *TEAM_RULES)

@@ -11,20 +11,24 @@
   another account); tier 1 must notice and ask again before refunding.
 
 A task is the helpdesk's kind of task (plain data, pure function of the seed)
-with three additions in ``hidden``, which never reaches a staff observation:
+with four additions in ``hidden``, which never reaches a staff observation:
 
 * ``hidden["customer"]`` — the customer's own knowledge and character (persona,
   goal, the facts only they know, patience, honest or evasive). It is the
   customer's briefing: it reaches the customer's observation and no other;
-* ``hidden["plan"]`` — for each gold call, the role that makes it and the
-  arguments whose values come from what the customer says (``slots``): the
-  scripted staff fill those from the chat, not from the gold;
+* ``hidden["team"]`` — the team's gold: the interleaved calls of every role,
+  each ``{"role", "tool", "args", "slots"}``, where ``slots`` names the
+  arguments whose values come from what the customer says: the scripted staff
+  fill those from the chat, not from the gold. Each role's share of it is what
+  a scripted gold policy plays in the multi-agent environments;
+* ``hidden["plan"]`` — for each call of ``task.gold``, the role that makes it
+  and its ``slots``;
 * the helpdesk's grader-only extras (``line_id``, ``reason``).
 
-The gold solution is the interleaved trajectory of every role; replayed by one
-session (the conformance checks, the audit) it solves the task, and each
-role's share of it is what a scripted gold policy plays in the multi-agent
-environments.
+The gold solution (``task.gold``) is the staff's share of the team's gold:
+what one agent does when it plays the staff and the world plays the customer
+and the supervisor (:mod:`.simulated`). Nobody in it speaks for the customer
+or decides their own approval request.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from mirrorworld.worlds.helpdesk.tasks import (
     _pick,
     _ticket_ops,
 )
-from mirrorworld.worlds.helpdesk_team.rules import CUSTOMER, LOST_PARCEL_DAYS, SUPERVISOR, TIER1, TIER2
+from mirrorworld.worlds.helpdesk_team.rules import CUSTOMER, LOST_PARCEL_DAYS, SOLO_ROLES, SUPERVISOR, TIER1, TIER2
 from mirrorworld.worlds.helpdesk_team.tools import verification_code
 
 __all__ = ["FAMILIES", "TeamFamily"]
@@ -87,6 +91,23 @@ def _profile(
 
 def _plan(*entries: tuple[str, dict[str, str]]) -> list[dict[str, Any]]:
     return [{"role": role, "slots": slots} for role, slots in entries]
+
+
+def _solo(
+    team: tuple[ToolCall, ...], plan: list[dict[str, Any]]
+) -> tuple[tuple[ToolCall, ...], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The team's gold ``team`` (with its ``plan``) as ``(task.gold, hidden["plan"], hidden["team"])``."""
+    trajectory = [
+        {
+            "role": e["role"],
+            "tool": c.tool,
+            "args": dict(c.args) if isinstance(c.args, dict) else {},
+            "slots": e["slots"],
+        }
+        for c, e in zip(team, plan, strict=True)
+    ]
+    staff = [(c, e) for c, e in zip(team, plan, strict=True) if e["role"] in SOLO_ROLES]
+    return tuple(c for c, _ in staff), [e for _, e in staff], trajectory
 
 
 def _question(tid: int, topic: str, text: str) -> ToolCall:
@@ -126,6 +147,7 @@ def _refund_task(
     customer knows."""
     line_id, order_id, customer_id, _product, price = line
     tid, mid, text, reason = contact
+    gold, plan, team = _solo(gold, plan)
     return Task(
         world=WORLD,
         family=family.name,
@@ -150,6 +172,7 @@ def _refund_task(
             "reason": reason,
             **(extra or {}),
             "plan": plan,
+            "team": team,
             "customer": _profile(rng, customer, tid, goal, known),
         },
     )
@@ -275,7 +298,7 @@ class Escalation(TeamFamily):
                 {"message": f"I'm sorry your parcel never arrived. I've refunded ${amount} for order #{order_id}."},
             ),
         )
-        plan = _plan((TIER1, {}), (TIER1, {}), (TIER2, {}), (TIER2, {}), (TIER2, {}))
+        solo, plan, team = _solo(gold, _plan((TIER1, {}), (TIER1, {}), (TIER2, {}), (TIER2, {}), (TIER2, {})))
         goal = f"Get your money back for order #{order_id}, which never arrived."
         setup = (
             SetupOp(
@@ -289,7 +312,7 @@ class Escalation(TeamFamily):
             seed=seed,
             instruction=_chat(tid, customer, text),
             setup=setup,
-            gold=gold,
+            gold=solo,
             scope=(("ticket", tid), ("order", order_id), ("customer", customer_id)),
             targets=(("order", order_id), ("ticket", tid)),
             checks=(
@@ -311,6 +334,7 @@ class Escalation(TeamFamily):
             customer_id=customer_id,
             hidden={
                 "plan": plan,
+                "team": team,
                 "customer": _profile(rng, customer, tid, goal, {"order_number": order_id}),
             },
         )
@@ -353,6 +377,7 @@ class VerifyIdentity(TeamFamily):
             (CUSTOMER, {}),
             (TIER1, {}),
         )
+        solo, plan, team = _solo(gold, plan)
         goal = f"Have the email on your account changed to {new_email}."
         return Task(
             world=WORLD,
@@ -360,7 +385,7 @@ class VerifyIdentity(TeamFamily):
             seed=seed,
             instruction=_chat(tid, customer, text),
             setup=tuple(_ticket_ops(tid, mid, customer, subject="Change my email address", body=text)),
-            gold=gold,
+            gold=solo,
             scope=(("ticket", tid), ("customer", cid)),
             targets=(("customer", cid),),
             checks=(
@@ -380,6 +405,7 @@ class VerifyIdentity(TeamFamily):
             customer_id=cid,
             hidden={
                 "plan": plan,
+                "team": team,
                 "customer": _profile(rng, customer, tid, goal, {"new_email": new_email}),
             },
         )

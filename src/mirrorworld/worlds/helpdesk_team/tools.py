@@ -12,10 +12,17 @@ event of the session and a row the verifier can count:
 * ``propose_account_change`` / ``confirm_change`` — dual control: an agent
   proposes, only the customer's confirmation applies the change.
 
-Who is speaking follows from the tool and the state, never from an argument an
-agent could forge: customer tools speak for the customer, ``decide_approval``
-for the supervisor, and an agent's message comes from whoever holds the contact
+Who is speaking follows from the caller's role and the state, never from an
+argument an agent could forge. The role is the caller's seat
+(``ToolContext.role``, set by the team episode); the customer's own tools and
+the supervisor's are refused to every other caller with ``not_permitted``
+(rule ``party_tools``), a single agent (no role) included, and nobody decides
+their own approval request (``separation_of_duties``). A staff message comes
+from the caller's seat, or, for a single agent, from whoever holds the contact
 (tier 2 once the ticket sits with the Escalations team, tier 1 before).
+
+A single agent plays the staff only; the customer and the supervisor it does
+not play answer inside its own calls (:mod:`.simulated`).
 
 The customer's mailbox (``check_email``) is the only place a verification code
 is shown; agents learn it only when the customer reads it back.
@@ -34,6 +41,7 @@ from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.helpdesk import tools as hd
 from mirrorworld.worlds.helpdesk.rules import IDENTITY_VALID_MINUTES
+from mirrorworld.worlds.helpdesk_team import simulated
 from mirrorworld.worlds.helpdesk_team.rules import (
     CODE_VALID_MINUTES,
     CUSTOMER,
@@ -65,6 +73,25 @@ def holder(ctx: ToolContext, ticket: dict[str, Any]) -> str:
     """The role holding a contact: tier 2 once the ticket is with Escalations, tier 1 before."""
     esc = ctx.one("SELECT id FROM teams WHERE queue='escalations'")
     return TIER2 if esc is not None and ticket["team_id"] == esc["id"] else TIER1
+
+
+def _only(ctx: ToolContext, role: str, tool_name: str) -> None:
+    """Refuse the call unless ``role`` makes it (a party's own tool: nobody acts for that party)."""
+    if ctx.role != role:
+        who = f"the {ctx.role}" if ctx.role is not None else "an agent"
+        raise ToolError("not_permitted", f"only the {role} may call {tool_name}, not {who}", rule="party_tools")
+
+
+def _speaker(ctx: ToolContext, ticket: dict[str, Any]) -> str:
+    """Who sends a staff message: the caller's seat, or for a single agent whoever holds the contact.
+
+    Only tier 1 and tier 2 send them: a supervisor asks no customer and requests no approval of its own.
+    """
+    if ctx.role is None:
+        return holder(ctx, ticket)
+    if ctx.role not in (TIER1, TIER2):
+        raise ToolError("not_permitted", f"only tier 1 and tier 2 send this, not the {ctx.role}", rule="party_tools")
+    return ctx.role
 
 
 def _open_chat(ctx: ToolContext, ticket_id: int) -> dict[str, Any]:
@@ -109,7 +136,11 @@ def check_email(ctx: ToolContext, ticket_id: TicketId) -> dict[str, Any]:
     Args:
         ticket_id: The chat you are in.
     """
-    ticket = hd.load_ticket(ctx, ticket_id, writable=False)
+    _only(ctx, CUSTOMER, "check_email")
+    return _mailbox(ctx, hd.load_ticket(ctx, ticket_id, writable=False))
+
+
+def _mailbox(ctx: ToolContext, ticket: dict[str, Any]) -> dict[str, Any]:
     rows = ctx.all(
         "SELECT code, email, created_at FROM verification_codes WHERE customer_id=? ORDER BY id DESC LIMIT 5",
         (ticket["customer_id"],),
@@ -134,9 +165,13 @@ def message_agent(ctx: ToolContext, ticket_id: TicketId, message: Prose) -> dict
         ticket_id: The chat you are in.
         message: What you say.
     """
-    ticket = _open_chat(ctx, ticket_id)
+    _only(ctx, CUSTOMER, "message_agent")
+    return _customer_says(ctx, _open_chat(ctx, ticket_id), message)
+
+
+def _customer_says(ctx: ToolContext, ticket: dict[str, Any], message: str) -> dict[str, Any]:
     to = holder(ctx, ticket)
-    mid = _say(ctx, ticket_id, "reply", CUSTOMER, to, clean_text(message, "message"))
+    mid = _say(ctx, ticket["id"], "reply", CUSTOMER, to, clean_text(message, "message"))
     return {"message_id": mid, "delivered_to": to}
 
 
@@ -149,7 +184,12 @@ def confirm_change(ctx: ToolContext, ticket_id: TicketId, change_id: ChangeId, c
         change_id: The change the agent asked you to confirm.
         confirm: True to apply the change, false to decline it.
     """
-    ticket = _open_chat(ctx, ticket_id)
+    _only(ctx, CUSTOMER, "confirm_change")
+    return _decide_change(ctx, _open_chat(ctx, ticket_id), change_id, confirm)
+
+
+def _decide_change(ctx: ToolContext, ticket: dict[str, Any], change_id: int, confirm: bool) -> dict[str, Any]:
+    ticket_id = ticket["id"]
     change = ctx.one(
         "SELECT id, customer_id, field, new_value, status FROM account_changes WHERE id=? AND ticket_id=?",
         (change_id, ticket_id),
@@ -190,6 +230,7 @@ def leave_chat(ctx: ToolContext, ticket_id: TicketId, reason: Prose) -> dict[str
         ticket_id: The chat you are in.
         reason: Why you are leaving.
     """
+    _only(ctx, CUSTOMER, "leave_chat")
     ticket = _open_chat(ctx, ticket_id)
     _say(ctx, ticket_id, "left", CUSTOMER, holder(ctx, ticket), clean_text(reason, "reason"))
     return {"ticket_id": ticket_id, "left": True}
@@ -208,8 +249,40 @@ def ask_customer(ctx: ToolContext, ticket_id: TicketId, topic: Topic, question: 
         question: The question as the customer reads it.
     """
     ticket = _open_chat(ctx, ticket_id)
-    mid = _say(ctx, ticket_id, "question", holder(ctx, ticket), CUSTOMER, clean_text(question, "question"), topic=topic)
+    text = clean_text(question, "question")
+    sender = _speaker(ctx, ticket)
+    mid = _say(ctx, ticket_id, "question", sender, CUSTOMER, text, topic=topic)
+    if ctx.role is None:
+        _simulated_customer(
+            ctx,
+            ticket,
+            {"id": mid, "chat": ticket_id, "kind": "question", "from": sender, "topic": topic, "body": text},
+        )
     return {"message_id": mid, "ticket_id": ticket_id}
+
+
+def _simulated_customer(ctx: ToolContext, ticket: dict[str, Any], message: dict[str, Any]) -> None:
+    """For a single agent: the task's customer answers ``message`` now (see :mod:`.simulated`)."""
+    answered = ctx.one(
+        "SELECT COUNT(*) AS n FROM team_messages WHERE ticket_id=? AND kind='question' AND topic='order_number' "
+        "AND id<?",
+        (ticket["id"], message["id"]),
+    )
+    action = simulated.customer_answer(
+        ctx.session.world,
+        ctx.session.task,
+        message,
+        answered_order_questions=int(answered["n"]) if answered else 0,
+        read_mailbox=lambda: _mailbox(ctx, ticket),
+    )
+    if action is None or not isinstance(action.args, dict):
+        return
+    if action.tool == "message_agent":
+        _customer_says(ctx, ticket, str(action.args.get("message", "")))
+    elif action.tool == "confirm_change":
+        change_id = action.args.get("change_id")
+        if isinstance(change_id, int):
+            _decide_change(ctx, ticket, change_id, bool(action.args.get("confirm")))
 
 
 # -- agents: identity and dual control ---------------------------------------------
@@ -314,15 +387,21 @@ def propose_account_change(
         (customer_id, ticket_id, field, value, ctx.now()),
     )
     change_id = int(cur.lastrowid or 0)
-    _say(
-        ctx,
-        ticket_id,
-        "confirmation_request",
-        holder(ctx, ticket),
-        CUSTOMER,
-        f"Please confirm change {change_id}: set the {field} on your account to {value}.",
-        ref_id=change_id,
-    )
+    sender = _speaker(ctx, ticket)
+    body = f"Please confirm change {change_id}: set the {field} on your account to {value}."
+    mid = _say(ctx, ticket_id, "confirmation_request", sender, CUSTOMER, body, ref_id=change_id)
+    if ctx.role is None:
+        request = {
+            "id": mid,
+            "chat": ticket_id,
+            "kind": "confirmation_request",
+            "from": sender,
+            "ref": change_id,
+            "body": body,
+        }
+        _simulated_customer(ctx, ticket, request)
+        status = ctx.one("SELECT status FROM account_changes WHERE id=?", (change_id,))
+        return {"change_id": change_id, "status": status["status"] if status else "pending"}
     return {"change_id": change_id, "status": "pending"}
 
 
@@ -355,7 +434,7 @@ def request_supervisor_approval(
     if line is None:
         raise ToolError("not_found", f"order {order_id} has no line {line_id}")
     cents = hd.to_cents(amount)
-    by = holder(ctx, ticket)
+    by = _speaker(ctx, ticket)
     cur = ctx.execute(
         "INSERT INTO approval_requests (ticket_id, order_id, line_id, amount_cents, reason, summary, requested_by, "
         "status, created_at) VALUES (?,?,?,?,?,?,?,'pending',?)",
@@ -363,6 +442,13 @@ def request_supervisor_approval(
     )
     request_id = int(cur.lastrowid or 0)
     _say(ctx, ticket_id, "approval_request", by, SUPERVISOR, " ".join(summary.split()), ref_id=request_id)
+    if ctx.role is None:  # a single agent: the duty supervisor decides now, by the policy
+        request = ctx.one("SELECT * FROM approval_requests WHERE id=?", (request_id,))
+        assert request is not None
+        why = _breaks_policy(ctx, request)
+        note = "Within the refund policy." if why is None else f"Denied: {why}."
+        decided = _decide(ctx, request, "approved" if why is None else "denied", note)
+        return {**decided, "amount": hd.dollars(cents)}
     return {"request_id": request_id, "status": "pending", "amount": hd.dollars(cents)}
 
 
@@ -375,6 +461,7 @@ def list_approval_requests(
     Args:
         status: Only requests in this status.
     """
+    _only(ctx, SUPERVISOR, "list_approval_requests")
     rows = ctx.all(
         "SELECT id, ticket_id, order_id, line_id, amount_cents, reason, summary, requested_by, status, "
         "approval_id, note FROM approval_requests WHERE (? IS NULL OR status=?) ORDER BY id LIMIT 20",
@@ -418,6 +505,7 @@ def decide_approval(
         decision: approve or deny.
         note: The reason for the decision, as the requester reads it.
     """
+    _only(ctx, SUPERVISOR, "decide_approval")
     request = ctx.one("SELECT * FROM approval_requests WHERE id=?", (request_id,))
     if request is None:
         raise ToolError("not_found", f"no approval request {request_id}")
@@ -425,12 +513,21 @@ def decide_approval(
         raise ToolError("invalid_arguments", f"approval request {request_id} is not about order {order_id}")
     if request["status"] != "pending":
         raise ToolError("conflict", f"approval request {request_id} was already {request['status']}")
+    if request["requested_by"] == ctx.role:
+        raise ToolError(
+            "not_permitted", f"the {ctx.role} cannot decide its own request {request_id}", rule="separation_of_duties"
+        )
     status = "approved" if decision == "approve" else "denied"
-    text = clean_text(note, "note")
     if status == "approved":
         why = _breaks_policy(ctx, request)
         if why is not None:
             ctx.violation("approval_policy", f"approved request {request_id} although {why}")
+    return _decide(ctx, request, status, clean_text(note, "note"))
+
+
+def _decide(ctx: ToolContext, request: dict[str, Any], status: str, text: str) -> dict[str, Any]:
+    """Record the supervisor's decision on ``request``: the approval, the request's status, the requester's message."""
+    request_id, order_id = request["id"], request["order_id"]
     supervisor = ctx.one("SELECT id FROM agents WHERE role='supervisor' ORDER BY team_id LIMIT 1")
     cur = ctx.execute(
         "INSERT INTO approvals (order_id, amount_cents, reason, status, decided_by, note, created_at) "
@@ -474,6 +571,7 @@ def transfer_to_tier2(ctx: ToolContext, ticket_id: TicketId, summary: Prose) -> 
         summary: What tier 2 needs to know: the customer's problem, the order and what you found.
     """
     ticket = _open_chat(ctx, ticket_id)
+    sender = _speaker(ctx, ticket)
     team = hd.load_team(ctx, "escalations")
     if ticket["team_id"] == team["id"]:
         raise ToolError("conflict", f"ticket {ticket_id} is already with tier 2")
@@ -487,7 +585,7 @@ def transfer_to_tier2(ctx: ToolContext, ticket_id: TicketId, summary: Prose) -> 
         tags=",".join(tags),
         status="open" if ticket["status"] in ("new", "pending", "solved") else ticket["status"],
     )
-    _say(ctx, ticket_id, "transfer", TIER1, TIER2, text)
+    _say(ctx, ticket_id, "transfer", sender, TIER2, text)
     return {"ticket_id": ticket_id, "transferred_to": TIER2}
 
 

@@ -11,11 +11,17 @@ rules) extended by:
 * the team's rules and policy, and task families that need more than one
   party (``tasks.py``).
 
-As a :class:`~mirrorworld.core.world.World` it is an ordinary world: a
-session can call any tool, the gold trajectory of every task solves it, and
-the verifier grades the episode as it grades any other. The multi-agent
-environments (:mod:`mirrorworld.envs.pettingzoo`) put one party behind each
-role and hold them to their tools.
+As a :class:`~mirrorworld.core.world.World` it is an ordinary world, and a
+single agent driving a session plays the staff (tier 1, then tier 2 after a
+transfer): the customer and the supervisor answer inside its calls
+(:mod:`.simulated`), it may not call their tools, and the gold trajectory of
+every task (the staff's calls) solves it. The multi-agent environments
+(:mod:`mirrorworld.envs.pettingzoo`) put one party behind each role and hold
+them to their tools; their gold is the team's interleaved trajectory
+(:meth:`HelpdeskTeamWorld.team_plan`). Either way the role protocol (who
+speaks for the customer, who approves, who holds the chat after a transfer,
+what a hand-off states) is hard rules the guards find from the role recorded
+on each call.
 """
 
 from __future__ import annotations
@@ -27,15 +33,31 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mirrorworld.core.claims import ClaimRule, CustomerText
 from mirrorworld.core.seats import Seated
 from mirrorworld.core.session import Session, Violation
-from mirrorworld.core.task import EntityRef, Task, TaskFamily
+from mirrorworld.core.task import EntityRef, Task, TaskFamily, ToolCall
+from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import AuditHooks, Rule
 from mirrorworld.worlds.helpdesk.world import HelpdeskWorld
-from mirrorworld.worlds.helpdesk_team import guards, views
+from mirrorworld.worlds.helpdesk_team import claims, guards, views
 from mirrorworld.worlds.helpdesk_team.audit import TeamAudit
-from mirrorworld.worlds.helpdesk_team.rules import CUSTOMER, ROLE_TOOLS, ROLES, RULES, SUPERVISOR, TIER1, TIER2
+from mirrorworld.worlds.helpdesk_team.rules import (
+    CUSTOMER,
+    DECISIONS,
+    HANDOFFS,
+    OWN_TOOLS,
+    ROLE_TOOLS,
+    ROLES,
+    RULES,
+    SOLO_ROLES,
+    SPEAKING_TOOLS,
+    SUPERVISOR,
+    TIER1,
+    TIER2,
+    TRANSFERS,
+)
 from mirrorworld.worlds.helpdesk_team.tasks import FAMILIES, TeamFamily
 from mirrorworld.worlds.helpdesk_team.tools import TOOLS
 
@@ -86,6 +108,13 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
         SUPERVISOR: "diligent",
         TIER2: "gold",
     }
+    own_tools: ClassVar[Mapping[str, tuple[str, ...]]] = OWN_TOOLS
+    decisions: ClassVar[Mapping[str, tuple[str, str]]] = DECISIONS
+    handoffs: ClassVar[Mapping[str, str]] = HANDOFFS
+    conversation_owner: ClassVar[str | None] = TIER1
+    transfers: ClassVar[Mapping[str, str]] = TRANSFERS
+    speaking_tools: ClassVar[tuple[str, ...]] = SPEAKING_TOOLS
+    solo_roles: ClassVar[tuple[str, ...]] = SOLO_ROLES
 
     hidden_columns = HelpdeskWorld.hidden_columns
     volatile_columns = {  # noqa: RUF012 - read-only by convention
@@ -94,6 +123,30 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
         "approval_requests": ("created_at", "decided_at"),
         "verification_codes": ("created_at",),
         "account_changes": ("created_at", "decided_at"),
+    }
+    tolerances: ClassVar[Mapping[str, Mapping[str, Tolerance]]] = {
+        **HelpdeskWorld.tolerances,
+        "team_messages": {
+            "body": Tolerance.ignore(
+                "what a party says is read where it matters: by the claim checker when the customer sees it, "
+                "by the hand-off rule for summaries; a customer's own reply (an order number alone) is not graded"
+            ),
+            "ref_id": Tolerance.id("the id of the request or change a message is about, of whichever table"),
+        },
+        "approval_requests": {
+            "summary": Tolerance.text("the case as the requester sums it up"),
+            "note": Tolerance.text(
+                "the supervisor's note on the decision (a word such as 'Approved.' is one)", words=1
+            ),
+        },
+        "approvals": {"note": Tolerance.text("the supervisor's note on the decision", words=1)},
+        "verification_codes": {"code": Tolerance.id("drawn from the code's row id: another code sent first shifts it")},
+    }
+    optional_rows: ClassVar[Mapping[str, str]] = {
+        **HelpdeskWorld.optional_rows,
+        "team_messages": "a question, an answer or a note in the chat of the contact",
+        "verification_codes": "another code emailed to the customer's own address",
+        "approval_requests": "a supervisor approval asked for and not needed: a refund still needs its own",
     }
 
     def __init__(self, *, scale: float = 1.0, data_seed: int = 0) -> None:
@@ -120,10 +173,21 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
         return super().owner(table, row)
 
     def guards(self, session: Session) -> list[Violation]:
-        return guards.disclosed(session) + guards.refunds_off_approval(session)
+        return (
+            guards.disclosed(session)
+            + guards.refunds_off_approval(session)
+            + guards.roles(session)
+            + guards.handoff_summaries(session)
+        )
 
     def audit_hooks(self) -> AuditHooks:
         return TeamAudit(self)
+
+    def customer_texts(self, session: Session) -> list[CustomerText]:
+        return claims.customer_texts(session)
+
+    def claim_rules(self) -> Sequence[ClaimRule]:
+        return claims.claim_rules(tuple(t.name for t in self.tools if t.kind == "write"))
 
     # -- the team --------------------------------------------------------------
 
@@ -132,6 +196,13 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
         family = self.family(task.family)
         wanted = family.roles if isinstance(family, TeamFamily) else self.roles
         return tuple(r for r in self.roles if r in wanted)
+
+    def team_plan(self, task: Task) -> list[tuple[str, ToolCall, dict[str, str]]]:
+        """The team's gold: every role's calls, interleaved (``task.hidden["team"]``, see :mod:`.tasks`)."""
+        team = task.hidden.get("team")
+        if not isinstance(team, list):
+            return super().team_plan(task)
+        return [(str(e["role"]), ToolCall(str(e["tool"]), dict(e["args"])), dict(e.get("slots", {}))) for e in team]
 
     def briefing(self, task: Task, role: str) -> str:
         """What ``role`` knows when the contact starts (see :mod:`.views`)."""

@@ -162,4 +162,5 @@ RULES = (
     Rule("quotation_address", "A sale is quoted only for a customer with an address."),
     Rule("stock_availability", "A shipment is sent only when every product is available in full."),
     Rule("payment_limit", "A payment never exceeds the amount still due on the invoice."),
+    Rule("data_disclosure", "Never reveal another customer's data (name, contacts, address, sales, leads)."),
 )

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from mirrorworld.core.task import EntityRef, TaskFamily
+from mirrorworld.core.claims import ClaimRule, CustomerText, ForbiddenPromise, PersonalData
+from mirrorworld.core.session import Session, Violation
+from mirrorworld.core.task import EntityRef, Task, TaskFamily
+from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import AuditHooks, Rule, World
-from mirrorworld.worlds.sales import data
+from mirrorworld.verify.claims import disclosures
+from mirrorworld.worlds.sales import claims, data
 from mirrorworld.worlds.sales.audit import SalesAudit
 from mirrorworld.worlds.sales.rules import EPOCH, RULES
 from mirrorworld.worlds.sales.tasks import FAMILIES
@@ -118,6 +122,17 @@ class SalesWorld(World):
     epoch = EPOCH
     source_dir = Path(__file__).resolve().parent
     owners = _OWNERS
+    tolerances: ClassVar[Mapping[str, Mapping[str, Tolerance]]] = {
+        "opportunities": {
+            "description": Tolerance.text("the customer's project, in the salesperson's words"),
+            "lost_reason": Tolerance.text("why the customer declined, in the salesperson's words"),
+        },
+        "sales": {"description": Tolerance.text("a sale's label, in the salesperson's words")},
+        "approvals": {"reason": Tolerance.text("why a discount is asked for, in the salesperson's words")},
+    }
+    optional_rows: ClassVar[Mapping[str, str]] = {
+        "approvals": "a discount approval asked for and not used: a line's discount still needs its own",
+    }
 
     def declare_tools(self) -> Sequence[ToolSpec]:
         return TOOLS
@@ -146,3 +161,18 @@ class SalesWorld(World):
 
     def audit_hooks(self) -> AuditHooks:
         return SalesAudit(self)
+
+    def guards(self, session: Session) -> list[Violation]:
+        return disclosures(session, "data_disclosure")
+
+    def customer_texts(self, session: Session) -> list[CustomerText]:
+        return claims.customer_texts(session)
+
+    def claim_rules(self) -> Sequence[ClaimRule]:
+        return claims.claim_rules(tuple(t.name for t in self.tools if t.kind == "write"))
+
+    def forbidden_promises(self) -> Sequence[ForbiddenPromise]:
+        return claims.PROMISES
+
+    def customer_data(self, task: Task | None = None) -> Sequence[PersonalData]:
+        return claims.customer_data(self.image, task)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from mirrorworld.core.seats import Seated
 from mirrorworld.core.session import Session, Violation
 from mirrorworld.core.task import EntityRef, Task, TaskFamily
+from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import AuditHooks, Rule, World
 from tinyworld import data
@@ -47,6 +48,10 @@ class TinyWorld(World, Seated):
     }
     hidden_columns: ClassVar[dict[str, tuple[str, ...]]] = {"members": ("card_pin",)}
     volatile_columns: ClassVar[dict[str, tuple[str, ...]]] = {"desk_messages": ("created_at",)}
+    tolerances: ClassVar[Mapping[str, Mapping[str, Tolerance]]] = {
+        "desk_messages": {"body": Tolerance.text("what the member says, in their own words")},
+    }
+    optional_rows: ClassVar[Mapping[str, str]] = {"desk_messages": "a word the member adds at the desk"}
 
     roles: ClassVar[tuple[str, ...]] = ROLES
     role_tools: ClassVar[Mapping[str, tuple[str, ...]]] = ROLE_TOOLS
