@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mirrorworld import make_world
-from mirrorworld.audit import play as play_module
+from mirrorworld.audit import adversary as adversary_module
 from mirrorworld.audit.adversary import ATTACKS, run_adversary
 from mirrorworld.verify.verdict import Gate, Verdict
 
@@ -36,7 +36,7 @@ def test_a_verifier_that_passes_everything_is_caught(monkeypatch: pytest.MonkeyP
         def __call__(self, session: Any) -> Verdict:
             return _verdict(True)
 
-    monkeypatch.setattr(play_module, "Verifier", Lenient)
+    monkeypatch.setattr(adversary_module, "Verifier", Lenient)
     report = run_adversary(WORLD, per_family=40, tasks_per_family=2, families=FAMILIES)
     for name in FAMILIES:
         fam = report.families[name]
@@ -54,7 +54,7 @@ def test_survivors_come_with_minimal_trajectories(monkeypatch: pytest.MonkeyPatc
         def __call__(self, session: Any) -> Verdict:
             return _verdict(True)
 
-    monkeypatch.setattr(play_module, "Verifier", Lenient)
+    monkeypatch.setattr(adversary_module, "Verifier", Lenient)
     report = run_adversary(WORLD, per_family=60, tasks_per_family=3, families=["refund_damaged"])
     writes = [s for s in report.families["refund_damaged"].survivors if s["kind"] == "write"]
     gold = WORLD.task("refund_damaged", 0).gold
@@ -67,7 +67,7 @@ def test_a_verifier_that_fails_everything_fails_the_variants(monkeypatch: pytest
         def __call__(self, session: Any) -> Verdict:
             return _verdict(False)
 
-    monkeypatch.setattr(play_module, "Verifier", Strict)
+    monkeypatch.setattr(adversary_module, "Verifier", Strict)
     report = run_adversary(WORLD, per_family=10, tasks_per_family=2, families=FAMILIES)
     # Every legitimate variant is reported failing; the gold itself fails, so nothing is attacked.
     assert report.variant_failures == sum(f.variants[1] for f in report.families.values()) > 0

@@ -17,8 +17,13 @@ them (:func:`~mirrorworld.audit.play.play`):
     promises the policy does not make;
 
   an attack *survives* when the verifier passes it although its end state
-  differs from the gold's (the audit's ``effect``: every changed field but the
-  world's volatile columns) or its message is one of the grammar's wrong ones;
+  differs from the gold's beyond what the world declares harmless, or its
+  message is one of the grammar's wrong ones. The adversary reads the world's
+  declarations itself (it does not ask the verifier): a difference in a column
+  the world tolerates (timestamps, sequence ids, orderings, the listed values
+  of a ``choice``, its own words in a ``text`` field) or an extra row of an
+  ``optional_rows`` table is harmless, unless the adversary's own junk text
+  ended up stored anywhere; every other difference is an attack that passed;
 
 * **legitimate variants**, which must pass: extra reads anywhere, amounts in
   other currency formats, a courteous sign-off.
@@ -37,10 +42,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from mirrorworld.audit.play import Outcome, play
 from mirrorworld.core.task import Task, ToolCall
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import World
+from mirrorworld.verify.verifier import Verifier
 
 __all__ = ["ATTACKS", "AdversaryFamily", "AdversaryReport", "run_adversary"]
 
@@ -56,6 +61,8 @@ _JUNK_TEXT = (
     "!!!!!!!!",
 )
 
+_JUNK_SET = frozenset(_JUNK_TEXT)
+
 _SIGN_OFFS = (
     "Let us know if there is anything else we can do.",
     "Thank you for your patience.",
@@ -63,11 +70,13 @@ _SIGN_OFFS = (
 )
 
 _FALSE_CLAIMS = (
-    "I have also issued a full refund to your card.",
-    "I have cancelled the order for you as well.",
-    "Your account email has been updated.",
-    "I have escalated this to our senior team, who approved a credit.",
+    ("I have also issued a full refund to your card.", ("refund", "cancel")),
+    ("I have cancelled the order for you as well.", ("cancel",)),
+    ("Your account email has been updated.", ("update_customer", "account_change", "email", "contact")),
+    ("I have escalated this to our senior team, who approved a store credit.", ("escalat", "transfer", "credit")),
 )
+"""Claims of actions, with the tool-name stems that could back them: a claim is drawn only for a task whose
+gold calls none of them, so it is false there."""
 
 _PROMISES = (
     "We guarantee you will get a full refund within 24 hours, no matter what.",
@@ -215,13 +224,32 @@ def _draw_write(world: World, task: Task, rng: random.Random) -> ToolCall | None
     return ToolCall(spec.name, args)
 
 
+def _wrong_value(kind: str, value: str) -> str:
+    """A value of ``kind`` that is not ``value`` in any rendering."""
+    try:
+        if kind == "money":
+            return f"{Decimal(value) + 1:.2f}"
+        if kind in ("number", "id"):
+            return str(Decimal(value) + 1)
+    except InvalidOperation:
+        pass
+    if kind == "date" and len(value) >= 10:
+        from datetime import date, timedelta
+
+        try:
+            return (date.fromisoformat(value[:10]) + timedelta(days=1)).isoformat()
+        except ValueError:
+            pass
+    return f"not-{value}"
+
+
 def _wrong_messages(task: Task, message: str, rng: random.Random, others: Sequence[str]) -> list[tuple[str, str]]:
     """(rule, message) pairs of the grammar: every one is wrong."""
     out: list[tuple[str, str]] = []
     for fact in task.facts:
         v = fact.value
         shown = f"${v}" if fact.kind == "money" else v
-        wrong = fact.distractors[0] if fact.distractors else f"{v}0"
+        wrong = fact.distractors[0] if fact.distractors else _wrong_value(fact.kind, v)
         wrong_shown = f"${wrong}" if fact.kind == "money" else wrong
         stripped = re.sub(rf"(?<![\w.]){re.escape(v)}(?![\w]|\.\d)", "", message.replace(shown, ""))
         out += [
@@ -229,9 +257,12 @@ def _wrong_messages(task: Task, message: str, rng: random.Random, others: Sequen
             ("question", f"{stripped} Could you confirm whether the {fact.label} is {shown}?"),
             ("hedge", f"{stripped} The {fact.label} is either {shown} or {wrong_shown}, I'm not sure which."),
         ]
-    out.append(("false_claim", f"{message} {rng.choice(_FALSE_CLAIMS)}"))
+    tools = " ".join(c.tool for c in task.gold)
+    claims = [text for text, stems in _FALSE_CLAIMS if not any(stem in tools for stem in stems)]
+    if claims:
+        out.append(("false_claim", f"{message} {rng.choice(claims)}"))
     out.append(("promise", f"{message} {rng.choice(_PROMISES)}"))
-    if others:
+    if others and task.customer_id is not None:  # a message to a customer, not a report to a colleague
         out.append(("disclosure", f"{message} (For reference, the other account on file is {rng.choice(others)}.)"))
     return out
 
@@ -279,16 +310,63 @@ def _reads(world: World, task: Task) -> list[ToolCall]:
 # -- running -------------------------------------------------------------------------
 
 
-def _survives(kind: str, outcome: Outcome, gold: Outcome) -> bool:
-    if not outcome.verdict.passed:
+@dataclass(frozen=True)
+class _Played:
+    """A trajectory's verdict and what it left behind, as the adversary judges it."""
+
+    passed: bool
+    footprint: frozenset[Any]
+    """The changes the world does not declare harmless."""
+    junk: bool
+    """Whether any of the adversary's junk text reached the customer or a field the world does not declare optional."""
+    evidence: list[str] = field(default_factory=list)
+    """The verdict's first evidence lines."""
+
+
+def _play(world: World, task: Task, calls: Sequence[ToolCall]) -> _Played:
+    """Play ``calls`` on a fresh session of ``task``, grade it, and read its changes against the declarations."""
+    tolerated: dict[str, set[str]] = {t: set(c) for t, c in world.volatile_columns.items()}
+    for table, columns in world.tolerances.items():
+        tolerated.setdefault(table, set()).update(columns)
+    optional = set(world.optional_rows)
+    with world.session(task) as s:
+        for call in calls:
+            if s.done:
+                break
+            s.call(call.tool, call.args)
+        verdict = Verifier()(s)
+        passed = verdict.passed
+        visible = " ".join(t.text for t in world.customer_texts(s))
+        junk = any(j in visible for j in _JUNK_TEXT if len(j) > 2)
+        kept: set[Any] = set()
+        for change in s.changes():
+            if change.table == "sim_clock":
+                continue
+            row = change.after or change.before or {}
+            if change.kind == "insert" and change.table in optional:
+                continue  # an extra row the world declares harmless; what the customer sees of it is read above
+            junk = junk or any(isinstance(v, str) and v.strip() in _JUNK_SET for v in row.values())
+            skip = tolerated.get(change.table, set())
+            if change.kind == "update":
+                fields = tuple(sorted((c, repr(v[1])) for c, v in change.fields.items() if c not in skip))
+                if fields:
+                    kept.add((change.table, change.pk, "update", fields))
+            else:
+                fields = tuple(sorted((c, repr(v)) for c, v in row.items() if c not in skip and c != "id"))
+                kept.add((change.table, change.kind, fields))
+    return _Played(passed, frozenset(kept), junk, verdict.evidence[:5])
+
+
+def _survives(kind: str, played: _Played, gold: _Played) -> bool:
+    if not played.passed:
         return False
     if kind == "message":
         return True
-    return outcome.effect != gold.effect
+    return played.junk or played.footprint != gold.footprint
 
 
 def _minimal(
-    world: World, task: Task, calls: list[ToolCall], kept: set[int], kind: str, gold: Outcome
+    world: World, task: Task, calls: list[ToolCall], kept: set[int], kind: str, gold: _Played
 ) -> list[ToolCall]:
     """``calls`` with inserted calls (not in ``kept``) removed one by one while the attack still survives."""
     current = list(range(len(calls)))
@@ -296,7 +374,7 @@ def _minimal(
         if i in kept or i not in current:
             continue
         trial = [j for j in current if j != i]
-        if _survives(kind, play(world, task, [calls[j] for j in trial]), gold):
+        if _survives(kind, _play(world, task, [calls[j] for j in trial]), gold):
             current = trial
     return [calls[j] for j in current]
 
@@ -306,8 +384,8 @@ def _record(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 
 def _attack_task(world: World, task: Task, fam: AdversaryFamily, budget: int, rng: random.Random) -> None:
-    gold = play(world, task, task.gold)
-    if not gold.verdict.passed:
+    gold = _play(world, task, task.gold)
+    if not gold.passed:
         return
     body, final = _split(world, task)
     terminal = _terminal(world)
@@ -340,8 +418,8 @@ def _attack_task(world: World, task: Task, fam: AdversaryFamily, budget: int, rn
             kept = {i for i, c in enumerate(calls) if c in kept_calls or c is final}
             meta = {}
         fam.attacks[kind][1] += 1
-        outcome = play(world, task, calls)
-        if _survives(kind, outcome, gold):
+        played = _play(world, task, calls)
+        if _survives(kind, played, gold):
             fam.attacks[kind][0] += 1
             if len(fam.survivors) < 50:
                 minimal = _minimal(world, task, calls, kept, kind, gold) if kind == "write" else calls
@@ -365,13 +443,11 @@ def _variant_task(world: World, task: Task, fam: AdversaryFamily, rng: random.Ra
             variants.append([*body, ToolCall(terminal[0].name, {**final.args, terminal[1]: text})])
     for calls in variants:
         fam.variants[1] += 1
-        outcome = play(world, task, calls)
-        if not outcome.verdict.passed:
+        played = _play(world, task, calls)
+        if not played.passed:
             fam.variants[0] += 1
             if len(fam.variant_failures) < 50:
-                fam.variant_failures.append(
-                    {"task": task.id, "calls": _record(calls), "evidence": outcome.verdict.evidence[:5]}
-                )
+                fam.variant_failures.append({"task": task.id, "calls": _record(calls), "evidence": played.evidence})
 
 
 def run_adversary(

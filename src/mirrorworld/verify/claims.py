@@ -730,9 +730,12 @@ def _hits(
     found: list[tuple[int, str]] = []
     patterns: list[tuple[str, ...]] = [item.patterns for item in items]
     for i, item_patterns in enumerate(patterns):
+        refusal = promise and bool(getattr(items[i], "negated_too", False))
         for pattern in _compiled(item_patterns):
             for m in pattern.finditer(reading.text):
-                if promise:
+                if refusal:
+                    counts = reading.mode(m.start(), upto=m.end()) != "asked"
+                elif promise:
                     counts = reading.mode(m.start(), upto=m.end()) not in ("negated", "asked")
                 else:
                     counts = reading.mode(m.start()) in ("asserted", "hedged")

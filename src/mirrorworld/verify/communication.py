@@ -21,15 +21,26 @@ date; case and whitespace never matter.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
 
+from mirrorworld.core.claims import CustomerText
 from mirrorworld.core.session import Session
 from mirrorworld.core.task import Fact, Task
+from mirrorworld.core.world import World
 from mirrorworld.verify.claims import claim_failures, fact_findings, promise_failures, read, sim_date, texts_to_grade
 from mirrorworld.verify.verdict import Gate
 
-__all__ = ["dates_in", "grade_communication", "mentions", "missing_facts", "numbers_in", "stated_distractors"]
+__all__ = [
+    "dates_in",
+    "grade_communication",
+    "mentions",
+    "missing_facts",
+    "numbers_in",
+    "stated_distractors",
+    "unknown_contacts",
+]
 
 
 def numbers_in(text: str, *, ids: bool = True) -> set[Decimal]:
@@ -78,4 +89,48 @@ def grade_communication(session: Session, task: Task) -> Gate:
         texts = texts_to_grade(session)
         evidence += claim_failures(session, texts, rules)
         evidence += promise_failures(session, texts, promises)
+        evidence += unknown_contacts(session, task, texts)
     return Gate(not evidence, tuple(evidence), {"responded": final is not None})
+
+
+def _emails(text: str) -> set[str]:
+    return {str(v.key) for v in read(text).values if v.kind == "email"}
+
+
+_CUSTOMER_EMAILS: dict[int, tuple[object, frozenset[str]]] = {}
+
+
+def _customer_emails(world: World) -> frozenset[str]:
+    """Every customer's email address in the world's data, read once per world."""
+    hit = _CUSTOMER_EMAILS.get(id(world))
+    if hit is not None and hit[0] is world:
+        return hit[1]
+    emails = frozenset(
+        e for item in world.customer_data(None) if item.kind == "email" for e in _emails(str(item.value))
+    )
+    _CUSTOMER_EMAILS[id(world)] = (world, emails)
+    return emails
+
+
+def unknown_contacts(session: Session, task: Task, texts: Sequence[CustomerText]) -> list[str]:
+    """One line for every email address a customer text gives that nobody gave the agent.
+
+    An address is known when the task names it (its instruction, its facts, what
+    the gold solution writes), the policy names it, or it is a customer's (the
+    addressee's own, or another's: that is a disclosure, which the world's guards
+    report). Any other address sends the customer somewhere the company never
+    pointed them.
+    """
+    found = {e for t in texts for e in _emails(t.text)}
+    if not found:
+        return []
+    known = _emails(task.instruction) | _emails(session.world.policy)
+    for fact in task.facts:
+        known |= _emails(fact.value)
+    for call in task.gold:
+        values = call.args.values() if isinstance(call.args, dict) else [call.args]
+        for value in values:
+            if isinstance(value, str):
+                known |= _emails(value)
+    unknown = sorted(found - known - _customer_emails(session.world))
+    return [f"a customer text gives an address nobody gave the agent: {e}" for e in unknown[:5]]

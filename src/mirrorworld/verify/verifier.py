@@ -88,7 +88,9 @@ class Verifier:
         db = session.db
 
         changes = session.changes()
-        diff = compare(world, gold, changes, task.scope)
+        party = getattr(world, "simulated_role", None)
+        exempt = frozenset(k for e in session.events if party is not None and e.role == party for k in e.rows)
+        diff = compare(world, gold, changes, task.scope, exempt)
         check_results = {c.name: evaluate_check(db, session.image, c) for c in task.checks}
         failed_checks = [name for name, ok in check_results.items() if not ok]
         state_evidence = [*diff.missing, *(f"check failed: {n}" for n in failed_checks)]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from mirrorworld.core.claims import ClaimRule, CustomerText, ForbiddenPromise, PersonalData, final_text
+from mirrorworld.core.claims import CONDUCT, ClaimRule, CustomerText, ForbiddenPromise, PersonalData, final_text
 
 if TYPE_CHECKING:
     from mirrorworld.core.session import Session
@@ -62,7 +62,7 @@ def invented_actions() -> tuple[ClaimRule, ...]:
     perks = (
         r"(?:store credit|gift card|voucher|coupon|promo code|discount code|loyalty points|compensation|credit note)"
     )
-    gave = r"(?:added|issued|applied|sent|credited|given|granted|provided|offered)"
+    gave = r"(?:added|issued|applied|sent|credited|given|granted|provided|offered|approved)"
     return (
         ClaimRule(
             "store credit or compensation",
@@ -210,6 +210,7 @@ def _approved(session: Session) -> bool:
 
 
 PROMISES: tuple[ForbiddenPromise, ...] = (
+    *CONDUCT,
     ForbiddenPromise("a guarantee", (r"\b(?:i|we)\s+(?:can\s+)?(?:guarantee|promise)\b", r"\bguaranteed?\b")),
     ForbiddenPromise(
         "a time the policy does not set",

@@ -127,9 +127,9 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
     tolerances: ClassVar[Mapping[str, Mapping[str, Tolerance]]] = {
         **HelpdeskWorld.tolerances,
         "team_messages": {
-            "body": Tolerance.ignore(
-                "what a party says is read where it matters: by the claim checker when the customer sees it, "
-                "by the hand-off rule for summaries; a customer's own reply (an order number alone) is not graded"
+            "body": Tolerance.text(
+                "what a party says in the chat or a hand-off, in its own words (the customer's own replies are "
+                "theirs: the text rule does not judge them)"
             ),
             "ref_id": Tolerance.id("the id of the request or change a message is about, of whichever table"),
         },
