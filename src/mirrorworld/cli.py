@@ -53,6 +53,10 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
     r.add_argument("--replay", default=None, help="run file for the replay agent")
     r.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint for the openai agent")
     r.add_argument("--model", default=None, help="model name for the openai agent")
+    r.add_argument(
+        "--judge-base-url", default=None, help="grade customer texts with a model judge too (off by default)"
+    )
+    r.add_argument("--judge-model", default=None, help="model name of the judge")
     from mirrorworld.run.multiagent import add_arguments as add_multi_agent
 
     add_multi_agent(r)
@@ -124,6 +128,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     for f in families or ():
         world.family(f)
     agent = make_agent(args.agent, seed=args.seed, replay=args.replay, base_url=args.base_url, model=args.model)
+    judge = None
+    if getattr(args, "judge_base_url", None) or getattr(args, "judge_model", None):
+        if not (args.judge_base_url and args.judge_model):
+            raise MirrorworldError("a model judge needs both --judge-base-url and --judge-model")
+        from mirrorworld.agents.judge import OpenAIJudge
+
+        judge = OpenAIJudge(base_url=args.judge_base_url, model=args.judge_model)
     out = (
         Path(args.out)
         if args.out
@@ -140,6 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "max_steps": args.max_steps,
         "scale": args.scale,
         "start": args.start,
+        "judge": {"base_url": args.judge_base_url, "model": args.judge_model} if judge is not None else None,
     }
     runfile = RunFile.create(out, meta)
     started = time.perf_counter()
@@ -155,6 +167,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 start=args.start,
                 trials=args.trials,
                 max_steps=args.max_steps,
+                judge=judge,
                 on_record=runfile.add,
                 progress=update,
             )

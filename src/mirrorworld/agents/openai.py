@@ -18,7 +18,7 @@ from typing import Any
 from mirrorworld.agents.base import Agent, Message
 from mirrorworld.errors import AgentError
 
-__all__ = ["OpenAIAgent"]
+__all__ = ["OpenAIAgent", "post_chat"]
 
 
 class OpenAIAgent(Agent):
@@ -56,28 +56,36 @@ class OpenAIAgent(Agent):
             "temperature": self.temperature,
             **self.extra_body,
         }
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last = ""
-        for attempt in range(self.retries + 1):
-            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    payload = json.loads(resp.read().decode())
-                return _message(payload)
-            except urllib.error.HTTPError as err:
-                last = f"HTTP {err.code} from {self.url}"
-                if err.code < 500 and err.code != 429:
-                    break
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
-                last = f"cannot reach {self.url}: {getattr(err, 'reason', err)}"
-            except ValueError:
-                last = f"{self.url} returned a response that is not JSON"
+        return _message(post_chat(self.url, body, api_key=self.api_key, timeout=self.timeout, retries=self.retries))
+
+
+def post_chat(url: str, body: dict[str, Any], *, api_key: str | None, timeout: float, retries: int) -> Any:
+    """POST a chat-completions request, retrying 5xx, 429 and network errors; the decoded JSON reply.
+
+    Raises :class:`~mirrorworld.errors.AgentError` (an ``infrastructure``
+    failure) with the last reason when no usable reply came back.
+    """
+    data = json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    last = ""
+    for attempt in range(retries + 1):
+        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return json.loads(resp.read().decode())
+        except urllib.error.HTTPError as err:
+            last = f"HTTP {err.code} from {url}"
+            if err.code < 500 and err.code != 429:
                 break
-            time.sleep(min(2.0, 0.2 * 2**attempt))
-        raise AgentError(last)
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
+            last = f"cannot reach {url}: {getattr(err, 'reason', err)}"
+        except ValueError:
+            last = f"{url} returned a response that is not JSON"
+            break
+        time.sleep(min(2.0, 0.2 * 2**attempt))
+    raise AgentError(last)
 
 
 def _message(payload: Any) -> Message:

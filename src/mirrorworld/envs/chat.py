@@ -24,6 +24,7 @@ from mirrorworld.core.task import Split, Task
 from mirrorworld.core.world import World
 from mirrorworld.episodes import Episode, EpisodeOptions, StepOutcome, check_split, select_task
 from mirrorworld.errors import MirrorworldError, WorldError
+from mirrorworld.verify.judge import TextJudge
 from mirrorworld.verify.verdict import Verdict
 
 __all__ = ["SYSTEM_PROMPT", "ChatEnv"]
@@ -46,12 +47,13 @@ class ChatEnv:
         families: tuple[str, ...] | list[str] | None = None,
         max_steps: int = 30,
         reward: Literal["shaped", "sparse"] = "shaped",
+        judge: TextJudge | None = None,
         registry: Registry | None = None,
     ) -> None:
         self.world = (registry or default).get(world) if isinstance(world, str) else world
         self.split: Split = check_split(split)
         self.families = tuple(families) if families else None
-        self.options = EpisodeOptions(max_steps=max_steps, reward=reward)
+        self.options = EpisodeOptions(max_steps=max_steps, reward=reward, judge=judge)
         self.max_steps = max_steps
         terminals = [t for t in self.world.tools if t.kind == "terminal"]
         if len(terminals) != 1:

@@ -52,6 +52,7 @@ from mirrorworld.core.task import MAX_INDEX, Split, Task
 from mirrorworld.core.world import World
 from mirrorworld.episodes import Episode, EpisodeOptions, check_split, select_task
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.verify.judge import TextJudge
 
 __all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv", "decode_action", "env_spaces"]
 
@@ -145,6 +146,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         max_steps: int = 30,
         reward: Literal["shaped", "sparse"] = "shaped",
         gamma: float = 1.0,
+        judge: TextJudge | None = None,
         scale: float = 1.0,
         data_seed: int = 0,
         registry: Registry | None = None,
@@ -152,7 +154,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ) -> None:
         if isinstance(world, str):
             world = (registry or default).get(world, scale=scale, data_seed=data_seed)
-        self.options = EpisodeOptions(max_steps=max_steps, reward=reward, gamma=gamma)
+        self.options = EpisodeOptions(max_steps=max_steps, reward=reward, gamma=gamma, judge=judge)
         self.world = world
         self.split: Split = check_split(split)
         self.families = tuple(families) if families else None

@@ -50,6 +50,7 @@ from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
 from mirrorworld.episodes.outcome import EPISODE_OVER, StepOutcome
 from mirrorworld.errors import Boundary, Failure, MirrorworldError, WorldError, error_for
+from mirrorworld.verify.judge import TextJudge
 from mirrorworld.verify.process import ProcessReward
 from mirrorworld.verify.verdict import Verdict
 from mirrorworld.verify.verifier import Verifier
@@ -70,6 +71,8 @@ class EpisodeOptions:
     reward: RewardMode = "shaped"
     gamma: float = 1.0
     """The discount of the process reward's terms (``F = γΦ(s') − Φ(s)``): set it to the learner's."""
+    judge: TextJudge | None = None
+    """An optional model judge of the customer texts (:mod:`mirrorworld.verify.judge`); None: no model."""
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and (
@@ -208,7 +211,7 @@ class Episode:
     def _grade(self) -> Verdict:
         self._ended = True
         try:
-            verdict = Verifier()(self.session)
+            verdict = Verifier(self.options.judge)(self.session)
         except Exception as err:
             raise self._failed(err, "verifier", f"grading {self.task.id} failed") from err
         self.verdict = verdict

@@ -35,6 +35,7 @@ from mirrorworld.core.world import World
 from mirrorworld.envs.chat import ChatEnv
 from mirrorworld.episodes import Episode
 from mirrorworld.errors import Failure, MirrorworldError, boundary
+from mirrorworld.verify.judge import TextJudge
 from mirrorworld.verify.verdict import Verdict
 
 __all__ = ["EpisodeRecord", "RunResult", "run_episode", "run_episodes"]
@@ -172,11 +173,15 @@ def run_episodes(
     start: int = 0,
     trials: int = 1,
     max_steps: int = 30,
+    judge: TextJudge | None = None,
     on_record: Callable[[EpisodeRecord], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[EpisodeRecord]:
-    """Run ``episodes`` tasks of ``split`` (cycling through families), each ``trials`` times."""
-    env = ChatEnv(world, split=split, families=list(families) if families else None, max_steps=max_steps)
+    """Run ``episodes`` tasks of ``split`` (cycling through families), each ``trials`` times.
+
+    ``judge`` adds a model judge of the customer texts to grading (:mod:`mirrorworld.verify.judge`).
+    """
+    env = ChatEnv(world, split=split, families=list(families) if families else None, max_steps=max_steps, judge=judge)
     records: list[EpisodeRecord] = []
     total = episodes * trials
     for i in range(episodes):

@@ -60,8 +60,10 @@ from typing import Any
 from mirrorworld.core.session import Session, Violation
 from mirrorworld.errors import VerifierError
 from mirrorworld.verify.checks import evaluate_check, initial_potential, potential
+from mirrorworld.verify.claims import texts_to_grade
 from mirrorworld.verify.communication import grade_communication
 from mirrorworld.verify.diff import compare
+from mirrorworld.verify.judge import TextJudge
 from mirrorworld.verify.verdict import Gate, Verdict
 
 __all__ = ["Verifier", "verify"]
@@ -77,7 +79,14 @@ def _view_mismatches(gold: Any, got: Any, path: str = "") -> list[str]:
 
 
 class Verifier:
-    """Grades sessions; stateless apart from the world's gold cache."""
+    """Grades sessions; stateless apart from the world's gold cache.
+
+    ``judge`` is an optional second reader of the customer texts
+    (:mod:`mirrorworld.verify.judge`); without one, grading needs no model.
+    """
+
+    def __init__(self, judge: TextJudge | None = None) -> None:
+        self.judge = judge
 
     def __call__(self, session: Session) -> Verdict:
         task = session.task
@@ -110,6 +119,14 @@ class Verifier:
         )
 
         communication = grade_communication(session, task)
+        if self.judge is not None:
+            judged = self.judge(task, texts_to_grade(session), world.policy)
+            if judged:
+                communication = Gate(
+                    False,
+                    communication.evidence + tuple(f"judge: {line}"[:500] for line in judged),
+                    communication.details,
+                )
 
         family = world.families_by_name.get(task.family)
         needs_reply = family.needs_reply if family is not None else True
