@@ -180,7 +180,7 @@ class Episode:
             verdict = self._grade()
             reward += verdict.score
         self.total_reward += reward
-        terminated = self.terminated
+        terminated = s.done or (self._seated and self.terminated)
         return StepOutcome(
             tool if isinstance(tool, str) and len(tool) <= 200 else str(tool)[:200],
             result,

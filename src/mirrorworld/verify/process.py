@@ -54,6 +54,8 @@ class ProcessReward:
         self._viewed: tuple[str, ...] | None = None
         self._opened = 0
         self._acted: set[str] = set()
+        self._seen: set[str] = set()
+        """Targets the agent has had on screen (once opened, a record stays opened)."""
         self._marks = session.world.progress_marks(session) if task is not None else ()
         self._total = len(self._targets) + len(self._marks)
         self._base = 0.0
@@ -67,7 +69,10 @@ class ProcessReward:
         viewed = self.session.viewed
         if viewed is not self._viewed:
             self._viewed = viewed
-            self._opened = len(self._targets.intersection(viewed) | self._acted)
+            targets = self._targets
+            if targets and not targets.isdisjoint(viewed):
+                self._seen.update(r for r in viewed if r in targets)
+            self._opened = len(self._seen | self._acted) if self._acted else len(self._seen)
         return (self._opened + sum(self._marks)) / self._total - self._base
 
     def _act_on(self, rows: tuple[tuple[str, int], ...]) -> None:
