@@ -443,6 +443,8 @@ class _Episode:
         for col, value in gold.items():
             if col not in ep_fields:
                 self.out.missing.append(f"{change.table} {change.pk} {col}: expected {_shown(value)}, left unchanged")
+        if not extra and not gold and ep_fields and self.owner(change) is not None and not self.in_scope(change):
+            extra.append("touched")  # a write on another entity's record, even one that changed only its timestamps
         if extra:
             self.unexpected(change, "; ".join(extra))
 

@@ -33,6 +33,8 @@ without the rowid and tolerated columns, with every foreign key to another
 inserted row replaced by that row's content, so an insert that got another
 id because a harmless step ran first still matches, and so do the rows that
 refer to it. Gold and episode inserts are matched per table as multisets.
+A row of an entity outside the task's scope that the episode wrote at all
+(even a write that changed only its timestamps) is collateral.
 
 **Tolerances** are data each world declares (``World.tolerances``, see
 :mod:`mirrorworld.core.tolerance`): ``ignore`` (simulated timestamps; every
