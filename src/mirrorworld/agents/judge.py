@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from mirrorworld.agents.openai import post_chat
+from mirrorworld.agents.openai import chat_endpoint, post_chat
 from mirrorworld.core.claims import CustomerText
 from mirrorworld.core.task import Task
 from mirrorworld.errors import AgentError
@@ -44,9 +44,7 @@ class OpenAIJudge:
         timeout: float = 60.0,
         retries: int = 2,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise AgentError(f"base URL must start with http:// or https://, got {base_url!r}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = chat_endpoint(base_url)
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.timeout = timeout

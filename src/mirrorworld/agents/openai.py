@@ -18,7 +18,7 @@ from typing import Any
 from mirrorworld.agents.base import Agent, Message
 from mirrorworld.errors import AgentError
 
-__all__ = ["OpenAIAgent", "post_chat"]
+__all__ = ["OpenAIAgent", "chat_endpoint", "post_chat"]
 
 
 class OpenAIAgent(Agent):
@@ -37,9 +37,7 @@ class OpenAIAgent(Agent):
         retries: int = 2,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise AgentError(f"base URL must start with http:// or https://, got {base_url!r}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = chat_endpoint(base_url)
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.temperature = temperature
@@ -57,6 +55,13 @@ class OpenAIAgent(Agent):
             **self.extra_body,
         }
         return _message(post_chat(self.url, body, api_key=self.api_key, timeout=self.timeout, retries=self.retries))
+
+
+def chat_endpoint(base_url: str) -> str:
+    """``{base_url}/chat/completions``, refusing anything but an http(s) URL."""
+    if not base_url.startswith(("http://", "https://")):
+        raise AgentError(f"base URL must start with http:// or https://, got {base_url!r}")
+    return base_url.rstrip("/") + "/chat/completions"
 
 
 def post_chat(url: str, body: dict[str, Any], *, api_key: str | None, timeout: float, retries: int) -> Any:
