@@ -147,3 +147,22 @@ def test_opening_the_right_records_is_paid_and_taken_back() -> None:
         assert first.ok and first.reward > 0 and again.reward == 0.0
         verdict = ep.finish()
         assert ep.total_reward == pytest.approx(verdict.score)
+
+
+@pytest.mark.parametrize("family", ["refund_with_approval", "update_email", "triage"])
+def test_a_fork_keeps_the_potential_of_its_parent(family: str) -> None:
+    """A fork taken mid-episode (after progress was paid) still returns exactly the score, as does its parent."""
+    task = WORLD.task(family, 1)
+    *work, last = task.gold
+    with Episode(WORLD, task) as ep:
+        rewards = [ep.step(c.tool, c.args).reward for c in work]
+        assert any(r > 0 for r in rewards)  # progress was paid before the fork
+        copy = ep.fork()
+        try:
+            end = copy.step(last.tool, last.args)
+            assert end.verdict is not None and end.verdict.passed
+            assert sum(rewards) + end.reward == pytest.approx(1.0)
+            assert copy.total_reward == pytest.approx(1.0)
+        finally:
+            copy.close()
+        assert ep.step(last.tool, last.args).verdict is not None and ep.total_reward == pytest.approx(1.0)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from mirrorworld.audit.cases import _split
 from mirrorworld.core.task import Task, ToolCall
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import World
@@ -154,13 +155,6 @@ def _terminal(world: World) -> tuple[ToolSpec, str] | None:
             if names:
                 return spec, names[0]
     return None
-
-
-def _split(world: World, task: Task) -> tuple[list[ToolCall], ToolCall | None]:
-    gold = list(task.gold)
-    if gold and world.tools_by_name[gold[-1].tool].kind == "terminal":
-        return gold[:-1], gold[-1]
-    return gold, None
 
 
 def _ref_kinds(world: World) -> dict[str, str]:

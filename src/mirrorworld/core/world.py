@@ -102,6 +102,8 @@ class Prepared:
     setup: list[tuple[str, tuple[Any, ...]]]
     initial_rows: dict[tuple[str, int], tuple[Any, ...] | None] | None = None
     initial_potential: float | None = None
+    initial_marks: tuple[bool, ...] | None = None
+    """``World.progress_marks`` in the initial state, for the process reward."""
     clock: str | None = None
 
 

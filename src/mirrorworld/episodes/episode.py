@@ -97,6 +97,7 @@ class Episode:
         max_steps: int | None = None,
         reward: RewardMode | None = None,
         _session: Session | None = None,
+        _process: ProcessReward | None = None,
     ) -> None:
         if options is None:
             options = EpisodeOptions(
@@ -108,7 +109,7 @@ class Episode:
         self.task = task
         self.options = options
         self.session: Session = world.session(task) if _session is None else _session
-        self.process = ProcessReward(self.session, gamma=float(options.gamma))
+        self.process = _process or ProcessReward(self.session, gamma=float(options.gamma))
         self.verdict: Verdict | None = None
         self.failure: Failure | None = None
         """A world or verifier failure that stopped the episode (None: none happened)."""
@@ -167,7 +168,8 @@ class Episode:
         try:
             result = s.call(tool, args, role=role)
             limit = self.options.max_steps
-            end = s.done or (limit is not None and s.steps >= limit) or (self._seated and self._contact_over())
+            reached = s.done or (self._seated and self._contact_over())  # an end of the task's own
+            end = reached or (limit is not None and s.steps >= limit)
         except Exception as err:
             raise self._failed(err, "world", f"{self.world.name}: tool {str(tool)[:60]!r} crashed") from err
         try:
@@ -180,7 +182,7 @@ class Episode:
             verdict = self._grade()
             reward += verdict.score
         self.total_reward += reward
-        terminated = s.done or (self._seated and self.terminated)
+        terminated = reached
         return StepOutcome(
             tool if isinstance(tool, str) and len(tool) <= 200 else str(tool)[:200],
             result,
@@ -278,9 +280,7 @@ class Episode:
             if twin.state_hash() != parent.state_hash():
                 twin.close()
                 raise WorldError("fork could not reproduce the parent's state")
-        copy = Episode(self.world, self.task, self.options, _session=twin)
-        copy.process.current = self.process.current
-        copy.process._seen_events = self.process._seen_events
+        copy = Episode(self.world, self.task, self.options, _session=twin, _process=self.process.forked(twin))
         copy.verdict = self.verdict
         copy.failure = self.failure
         copy.total_reward = self.total_reward

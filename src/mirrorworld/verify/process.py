@@ -34,6 +34,8 @@ invariants are tested with property-based tests (``tests/test_process_reward.py`
 
 from __future__ import annotations
 
+import copy
+
 from mirrorworld.core.session import Session
 
 __all__ = ["ProcessReward"]
@@ -56,12 +58,25 @@ class ProcessReward:
         self._acted: set[str] = set()
         self._seen: set[str] = set()
         """Targets the agent has had on screen (once opened, a record stays opened)."""
-        self._marks = session.world.progress_marks(session) if task is not None else ()
+        self._marks: tuple[bool, ...] = ()
+        if task is not None:  # a new episode: its session is in the task's initial state
+            prep = session.world.prepared(task)
+            if prep.initial_marks is None:
+                prep.initial_marks = session.world.progress_marks(session)
+            self._marks = prep.initial_marks
         self._total = len(self._targets) + len(self._marks)
         self._base = 0.0
         self._base = self._phi()
         self.current = 0.0
         self._seen_events = len(session.events)
+
+    def forked(self, session: Session) -> ProcessReward:
+        """This process reward, continued on ``session`` (a fork of this one's session, in the same state)."""
+        twin = copy.copy(self)
+        twin.session = session
+        twin._seen = set(self._seen)
+        twin._acted = set(self._acted)
+        return twin
 
     def _phi(self) -> float:
         if not self._total:

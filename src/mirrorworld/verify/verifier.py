@@ -59,9 +59,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from mirrorworld.core.seats import Seated
 from mirrorworld.core.session import Session, Violation
 from mirrorworld.errors import VerifierError
-from mirrorworld.verify.checks import evaluate_check, initial_potential, potential
+from mirrorworld.verify.checks import evaluate_check, initial_potential
 from mirrorworld.verify.claims import texts_to_grade
 from mirrorworld.verify.communication import grade_communication
 from mirrorworld.verify.diff import compare
@@ -99,8 +100,8 @@ class Verifier:
         db = session.db
 
         changes = session.changes()
-        party = getattr(world, "simulated_role", None)
-        exempt = frozenset(k for e in session.events if party is not None and e.role == party for k in e.rows)
+        party = world.simulated_role if isinstance(world, Seated) else None
+        exempt = frozenset(k for e in session.events if e.role == party for k in e.rows) if party else frozenset()
         diff = compare(world, gold, changes, task.scope, exempt)
         check_results = {c.name: evaluate_check(db, session.image, c) for c in task.checks}
         failed_checks = [name for name, ok in check_results.items() if not ok]
@@ -145,7 +146,7 @@ class Verifier:
         passed = all(g.passed for g in gates.values())
         process = {
             "potential_initial": initial_potential(world, task),
-            "potential_final": potential(db, session.image, task.checks),
+            "potential_final": sum(check_results.values()) / len(check_results) if check_results else 0.0,
         }
         signatures = [e.signature() for e in session.events if e.ok]
         written = {k for e in session.events for k in e.rows if k[0] != "sim_clock"}
