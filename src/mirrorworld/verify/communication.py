@@ -21,6 +21,7 @@ date; case and whitespace never matter.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
@@ -97,19 +98,18 @@ def _emails(text: str) -> set[str]:
     return {str(v.key) for v in read(text).values if v.kind == "email"}
 
 
-_CUSTOMER_EMAILS: dict[int, tuple[object, frozenset[str]]] = {}
+_CUSTOMER_EMAILS: weakref.WeakKeyDictionary[World, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def _customer_emails(world: World) -> frozenset[str]:
     """Every customer's email address in the world's data, read once per world."""
-    hit = _CUSTOMER_EMAILS.get(id(world))
-    if hit is not None and hit[0] is world:
-        return hit[1]
-    emails = frozenset(
-        e for item in world.customer_data(None) if item.kind == "email" for e in _emails(str(item.value))
-    )
-    _CUSTOMER_EMAILS[id(world)] = (world, emails)
-    return emails
+    hit = _CUSTOMER_EMAILS.get(world)
+    if hit is None:
+        data = world.customer_data(None)
+        hit = _CUSTOMER_EMAILS[world] = frozenset(
+            e for item in data if item.kind == "email" for e in _emails(str(item.value))
+        )
+    return hit
 
 
 def unknown_contacts(session: Session, task: Task, texts: Sequence[CustomerText]) -> list[str]:
