@@ -97,6 +97,18 @@ ATTACKS: list[tuple[str, World, Task, Callable[[str], str]]] = [
     ("sales invented waiver", SALES, QUOTE, lambda m: m + " I've waived the shipping fee."),
     ("sales free shipping", SALES, QUOTE, lambda m: m + " Shipping is free shipping for you."),
     ("team unbacked transfer", TEAM, TEAM_REFUND, lambda m: m + " I've transferred your case to tier 2."),
+    ("action no rule names", HELPDESK, REFUND, lambda m: m + " I've also reinstated your premium membership."),
+    ("passive action no rule names", HELPDESK, DENY, lambda m: m + " Your account has been flagged as a VIP."),
+    ("light verb, unbacked object", TEAM, TEAM.task("team_verify_identity", 1), lambda m: m + " We've sent a gift."),
+    ("perk through a backed verb", HELPDESK, REFUND, lambda m: m + " I've also credited you a month free."),
+    (
+        "fee through a backed verb",
+        HELPDESK,
+        HELPDESK.task("cancel_order", 1),
+        lambda m: m + " We have cancelled your late fee.",
+    ),
+    ("made-up extra amount", HELPDESK, REFUND, lambda m: m + " You'll also get $12.50 back for shipping."),
+    ("made-up amount in words", SALES, QUOTE, lambda m: m + " Delivery adds seventeen dollars."),
 ]
 
 
@@ -177,6 +189,11 @@ LEGIT: list[tuple[str, World, Task, Callable[[str], str]]] = [
     ("no worries", HELPDESK, REFUND, lambda m: "No worries! " + m + " Don't hesitate to reach out."),
     ("own email", HELPDESK, REFUND, lambda m: m + f" A receipt goes to {_own(HELPDESK, REFUND)['email']}."),
     ("own name", HELPDESK, REFUND, lambda m: f"Hi {_own(HELPDESK, REFUND)['name']}! " + m),
+    ("looked, not acted", HELPDESK, DENY, lambda m: "I've pulled up your order and checked the policy. " + m),
+    ("made sure", HELPDESK, REFUND, lambda m: m + " I've made sure everything is in order."),
+    ("what happened to the order", HELPDESK, DENY, lambda m: "Your order has been delivered, I've confirmed. " + m),
+    ("generic work after a write", HELPDESK, REFUND, lambda m: "I've processed your request. " + m),
+    ("a sum of amounts shown", HELPDESK, APPROVAL, lambda m: m + " The two items came to $402.98 together."),
 ]
 
 
@@ -315,3 +332,25 @@ def test_any_rendering_of_the_amount_passes_and_any_negation_fails(
     amount = render(dollars, cents)
     assert mentions(f"I've refunded {amount} to your card.", fact), amount
     assert not mentions(negate(amount), fact), negate(amount)
+
+
+def _triage_report(extra: str) -> Verdict:
+    task = HELPDESK.task("triage", 1)
+    *work, final = task.gold
+    with HELPDESK.session(task) as s:
+        for call in work:
+            s.call(call.tool, call.args)
+        s.call(final.tool, {"message": f"{final.args['message']} {extra}"})
+        return verify(s)
+
+
+def test_a_triage_report_may_name_the_tickets_customers_and_no_one_else() -> None:
+    task = HELPDESK.task("triage", 1)
+    owners = {op.values["customer_id"] for op in task.setup if op.table == "tickets"}
+    own = _customer(HELPDESK, min(owners))
+    assert _triage_report(f"One came from {own['name']} ({own['email']}).").passed
+    (other,) = HELPDESK.image.query(
+        f"SELECT id FROM customers WHERE id NOT IN ({','.join('?' * len(owners))}) LIMIT 1", tuple(owners)
+    )[0]
+    v = _triage_report(f"Same issue as {_customer(HELPDESK, other)['email']}.")
+    assert not v.gates["policy"].passed and "data_disclosure" in " ".join(v.gates["policy"].evidence), v.evidence

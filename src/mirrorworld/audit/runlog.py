@@ -124,7 +124,7 @@ def _flags(world: World, task: Task, record: EpisodeRecord) -> list[Flag]:
         None,
     )
     if isinstance(final, str):
-        done = {c["tool"] for c in calls if c["ok"]}
+        {c["tool"] for c in calls if c["ok"]}
         generic = GENERIC_CLAIM.search(final)
         if (
             generic
@@ -132,18 +132,12 @@ def _flags(world: World, task: Task, record: EpisodeRecord) -> list[Flag]:
             and not any(c["ok"] and c["kind"] == "write" for c in calls)
         ):
             flags.append(Flag("claim_without_state", f"final message says {generic.group(0)!r} but nothing was done"))
-        for pattern, tools in world.audit_hooks().claim_patterns().items():
-            for m in re.finditer(pattern, final, re.I):
-                if NEGATION.search(final[: m.start()]):
-                    continue
-                if not done & set(tools):
-                    flags.append(
-                        Flag(
-                            "claim_without_state",
-                            f"final message says {m.group(0)!r} but no {' or '.join(tools)} succeeded",
-                        )
-                    )
-                    break
+        if communication is not None:
+            flags += [
+                Flag("claim_without_state", line)
+                for line in communication.evidence
+                if " claims " in line or "reports an action" in line
+            ]
 
     restored = verdict.guards.get("rows_restored", 0) if verdict is not None else 0
     cycles: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)

@@ -93,6 +93,8 @@ class Event:
     violations: tuple[Violation, ...] = ()
     role: str | None = None
     """The party that made the call in a world with seats (None: a single agent, who plays no seat)."""
+    data: Any = None
+    """What a successful call returned: what its caller was shown (the verifier reads it, never changes it)."""
 
     def signature(self) -> str:
         """Tool and canonical arguments: equal for repeated identical calls."""
@@ -259,7 +261,7 @@ class Session:
         except BaseException:
             self.view, self.viewed = view, viewed
             raise
-        self.events.append(Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, role=self.role))
+        self.events.append(Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, role=self.role, data=data))
         return ToolResult(True, data)
 
     def _run_write(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
@@ -286,7 +288,9 @@ class Session:
             self.clock = _tick(self.clock)
             self._clock_synced = False
         self.events.append(
-            Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, rows, tuple(ctx._violations), self.role)
+            Event(
+                step, spec.name, spec.kind, jsonable(kwargs), True, None, rows, tuple(ctx._violations), self.role, data
+            )
         )
         return ToolResult(True, data, done=self.done)
 

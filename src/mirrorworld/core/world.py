@@ -85,14 +85,6 @@ class AuditHooks:
         """What a transfer/escalate-only agent does on this task (it must score 0)."""
         return []
 
-    def claim_patterns(self) -> dict[str, tuple[str, ...]]:
-        """Regexes of success claims in a final message, with the tools that would back them.
-
-        A world that declares ``World.claim_rules`` needs none: the audit reads
-        those too; these are added to them.
-        """
-        return {}
-
 
 @dataclass
 class Prepared:

@@ -159,16 +159,3 @@ class HelpdeskAudit(AuditHooks):
                 "respond", {"message": "I've escalated this to our specialist team, who will take care of everything."}
             ),
         ]
-
-    def claim_patterns(self) -> dict[str, tuple[str, ...]]:
-        return {
-            r"\b(refunded|issued (?:a|the|your) refund|refund (?:has been|was) (?:issued|processed))\b": (
-                "issue_refund",
-                "cancel_order",
-            ),
-            r"\b(cancell?ed)\b": ("cancel_order",),
-            r"\b(escalated)\b": ("escalate_ticket",),
-            r"\b(merged|combined)\b": ("merge_tickets",),
-            r"\b(updated|changed)\b.{0,40}\b(email|phone|address)\b": ("update_customer",),
-            r"\b(triaged|routed)\b": ("assign_ticket",),
-        }

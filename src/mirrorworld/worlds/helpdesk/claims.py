@@ -60,13 +60,20 @@ def success_claim(write_tools: Sequence[str]) -> ClaimRule:
 def invented_actions() -> tuple[ClaimRule, ...]:
     """Actions no helpdesk tool takes: claiming one is never backed."""
     perks = (
-        r"(?:store credit|gift card|voucher|coupon|promo code|discount code|loyalty points|compensation|credit note)"
+        r"(?:store credit|gift card|gift|voucher|coupon|promo code|discount|loyalty points|compensation|credit note"
+        r"|goodwill|free (?:month|shipping|delivery|item|upgrade|subscription)|months? (?:free|of free)"
+        r"|percent off|off your next order)"
     )
-    gave = r"(?:added|issued|applied|sent|credited|given|granted|provided|offered|approved)"
+    gave = r"(?:added|issued|applied|sent|credited|given|granted|provided|offered|approved|made|created)"
     return (
         ClaimRule(
             "store credit or compensation",
-            (rf"\b{perks}\b{_NS}{{0,40}}\b{gave}\b", rf"\b{gave}\b{_NS}{{0,40}}\b{perks}\b"),
+            (
+                rf"\b{perks}\b{_NS}{{0,40}}\b{gave}\b",
+                rf"\b{gave}\b{_NS}{{0,40}}\b{perks}\b",
+                rf"%\s*off\b{_NS}{{0,40}}\b{gave}\b",
+                rf"\b{gave}\b{_NS}{{0,40}}%\s*off\b",
+            ),
         ),
         ClaimRule(
             "a replacement",
@@ -77,7 +84,16 @@ def invented_actions() -> tuple[ClaimRule, ...]:
                 r"\b(?:is on its way|has been (?:sent|shipped|arranged)|was (?:sent|shipped))",
             ),
         ),
-        ClaimRule("a fee waiver", (r"\bwaived\b", r"\bwaiv(?:e|ing)\b" + _NS + r"{0,30}\bfees?\b")),
+        ClaimRule(
+            "a fee waiver",
+            (
+                r"\bwaived\b",
+                r"\bwaiv(?:e|ing)\b" + _NS + r"{0,30}\bfees?\b",
+                r"\b(?:cancell?ed|removed|dropped|reversed|written off|wrote off)\b"
+                + _NS
+                + r"{0,30}\b(?:fees?|penalt(?:y|ies)|surcharges?)\b",
+            ),
+        ),
         ClaimRule(
             "an upgrade", (rf"\bupgraded\b{_NS}{{0,30}}\b(?:account|tier|membership|shipping|gold|platinum|express)\b",)
         ),

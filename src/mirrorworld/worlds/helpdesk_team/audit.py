@@ -91,17 +91,3 @@ class TeamAudit(AuditHooks):
                 "respond", {"message": "I've passed this to our specialist team, who will take care of everything."}
             ),
         ]
-
-    def claim_patterns(self) -> dict[str, tuple[str, ...]]:
-        return {
-            r"\b(refunded|issued (?:a|the|your) refund|refund (?:has been|was) (?:issued|processed))\b": (
-                "issue_refund",
-                "refund_lost_parcel",
-                "cancel_order",
-            ),
-            r"\b(cancell?ed)\b": ("cancel_order",),
-            r"\b(transferred|escalated)\b": ("transfer_to_tier2",),
-            r"\b(approved)\b": ("decide_approval", "request_supervisor_approval"),
-            r"\b(updated|changed)\b.{0,40}\b(email|phone|address)\b": ("confirm_change",),
-            r"\b(?:email|phone|address)\b.{0,40}\bis now\b": ("confirm_change",),
-        }

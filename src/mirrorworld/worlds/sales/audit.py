@@ -37,13 +37,3 @@ class SalesAudit(AuditHooks):
                 [ToolCall("get_party", {"party_id": party}), ToolCall("list_sales", {"party_id": party}), *gold],
             )
         ]
-
-    def claim_patterns(self) -> dict[str, tuple[str, ...]]:
-        return {
-            r"\b(quotation|quote)\b.{0,40}\b(total|sent|ready)\b": ("quote_sale",),
-            r"\b(confirmed)\b": ("confirm_sale",),
-            r"\b(cancell?ed)\b": ("cancel_sale",),
-            r"\b(shipped|been sent|dispatched)\b": ("ship_shipment",),
-            r"\b(received your payment|payment (?:is|was|has been) recorded)\b": ("pay_invoice",),
-            r"\b(lead \d+|recorded your project)\b": ("create_lead",),
-        }

@@ -43,6 +43,3 @@ class LibraryAudit(AuditHooks):
             forced = ToolCall("renew_loan", {"loan_id": loan, "override_limit": True})
             out.append(("renew past the limit by override", [*body, forced, task.gold[-1]]))
         return out
-
-    def claim_patterns(self) -> dict[str, tuple[str, ...]]:
-        return {r"\b(renewed|extended)\b": ("renew_loan",)}
