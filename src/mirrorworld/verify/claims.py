@@ -8,12 +8,20 @@ action and each promise is placed in its sentence and clause and given a
 
 Values and their normalisation
 ------------------------------
+A text is first read as a person sees it (:func:`normalise`): compatibility
+forms are folded (NFKC), invisible characters (zero-width spaces and joiners,
+soft hyphens, direction marks, private-use characters) removed and Cyrillic
+and Greek look-alikes of Latin letters replaced, so no claim, promise or
+disclosure hides behind characters a reader does not see.
+
 * **Amounts and numbers** — digits with or without thousands separators
   (``1,234.50``; also an apostrophe or a no-break space), with a currency before
   or after (``$35.99``, ``US$35.99``, ``USD35.99``, ``35.99 USD``, ``35.99$``,
   ``35.99 dollars``), in words (``thirty-five dollars and ninety-nine cents``,
   ``thirty days``, ``one hundred and twenty``) and mixed (``35 dollars and 99
-  cents``). Equal decimals are equal (``25`` = ``25.00``). A comma is never a
+  cents``). Equal decimals are equal (``25`` = ``25.00``). An amount in another
+  currency (``€35.99``, ``35.99 EUR``, ``CA$35.99``, ``35.99 pounds``) is never a
+  dollar amount. A comma is never a
   decimal point (``12,34`` is two numbers: the worlds bill in dollars, and a
   decimal comma cannot be told from a list), nor is a space a thousands
   separator (``1 234`` is two numbers).
@@ -45,8 +53,10 @@ Sentences end at ``.``, ``!``, ``?`` or a line break; clauses are cut at
 although, though, while, whereas, however, which, plus, yet, then, otherwise*.
 An occurrence is
 
-* **asked** when its sentence ends with ``?`` or its clause asks the customer
-  (``can you confirm``, ``please confirm``, ``let me know``, ``whether``);
+* **asked** when its sentence ends with ``?``, its clause asks the customer
+  (``can you confirm``, ``please confirm``, ``let me know``, ``whether``) or
+  reports what the customer said or thinks (``you said``, ``you mentioned``,
+  ``you were told``, ``according to you``): the agent asserts nothing there;
 * **negated** when its clause has a negation (*not, n't, never, no longer,
   cannot, unable, neither, nor, denied, declined, rejected, refused*) or
   ``no``, ``not``, ``instead of``, ``rather than``, ``other than``,
@@ -109,7 +119,10 @@ Contract
   (``World.customer_data``) of a customer other than the one it is addressed
   to: an email or phone in any form above (in any mode: even "it is not
   jane@x.example" reveals it), a full name (or a title and surname) of
-  another customer that is not also the addressee's, a street address
+  another customer that is not also the addressee's (also written surname
+  first, ``Nguyen, Logan``, or with an initial, ``L. Nguyen``), the local
+  part of another customer's email when it is distinctive alone
+  (``logan.nguyen208``), a street address
   (normalised: case, punctuation, *street/st*, *avenue/ave*...), or an order
   or ticket number in an asserted or hedged clause (a bare ``#N`` only when
   every record it could name belongs to someone else). Disclosures are the
@@ -123,6 +136,7 @@ Contract
 from __future__ import annotations
 
 import re
+import unicodedata
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -282,6 +296,15 @@ _MONEY = re.compile(
     r"|(?<![\w.])(?P<d>\d{1,2})\s+cents?\b",
     re.I,
 )
+_CURRENCY = (
+    r"(?:€|£|¥|₹|₩|₽|\b(?:eur|gbp|cad|aud|nzd|jpy|chf|inr|cny|rmb|mxn|sek|nok|dkk)\b"
+    r"|\b(?:ca|c|au|a|nz|hk|s|mx|nt)\$|\beuros?\b|\bpounds?(?: sterling)?\b|\byen\b|\brupees?\b|\bfrancs?\b)"
+)
+_FOREIGN = re.compile(
+    rf"{_CURRENCY}\s?(?P<a>{_AMOUNT})|(?<![\w.])(?P<b>{_AMOUNT})\s?{_CURRENCY}",
+    re.I,
+)
+"""An amount in another currency: never equal to a dollar amount (``€35.99`` is not ``$35.99``)."""
 _ENTITY_WORDS = {
     "ticket": "ticket",
     "chat": "ticket",
@@ -323,9 +346,21 @@ _HEDGE = re.compile(
     r"|unsure|roughly|approximately|approx|or\s+so|estimated|something\s+like|one\s+of|any\s+of|among)\b"
 )
 _HEDGED_BEFORE = re.compile(r"(?:\b(?:about|around|nearly|almost|circa|some)|~)\s*$")
+_REPORTED = re.compile(
+    r"\b(?:you|the\s+customer|they|he|she)\s+(?:said|say|says|mentioned|wrote|asked|requested|claimed|believe"
+    r"|believed|think|thought|expected|want|wanted|were\s+told|was\s+told)\b|\baccording\s+to\s+you\b"
+)
+"""A clause that reports what the customer said or thinks, not what the agent asserts."""
 _ALTERNATIVE = re.compile(r"\bor\b|\beither\b|/")
 _LIST_GAP = re.compile(r"[\s,;&]*(?:\band\b|\bor\b)?[\s,;&]*")
-_LIST_KIND = {"money": "amount", "number": "amount", "id": "id", "date": "date", "email": "email"}
+_LIST_KIND = {
+    "money": "amount",
+    "number": "amount",
+    "foreign": "amount",
+    "id": "id",
+    "date": "date",
+    "email": "email",
+}
 _FILLER = frozenset(
     [
         "a",
@@ -402,7 +437,16 @@ class Value:
     """For ids: the kind of record named before the number (``ticket``, ``order``...), or empty."""
 
 
-_CLASS = {"money": "n", "number": "n", "id": "n", "date": "d", "email": "e", "phone": "p", "time": "t"}
+_CLASS = {
+    "money": "n",
+    "number": "n",
+    "id": "n",
+    "foreign": "n",
+    "date": "d",
+    "email": "e",
+    "phone": "p",
+    "time": "t",
+}
 
 
 @dataclass
@@ -443,7 +487,7 @@ class Reading:
         start, end = self.clause(pos)
         clause = _PUA_RE.sub(" ", self.text[start : end if upto is None else min(end, upto)])
         before = _PUA_RE.sub(" ", self.text[start:pos])
-        if question or _ASKING.search(clause):
+        if question or _ASKING.search(clause) or _REPORTED.search(clause):
             return "asked"
         if _NEGATION.search(clause) or _NEGATED_BEFORE.search(before):
             return "negated"
@@ -512,6 +556,31 @@ def _dec(text: str) -> Decimal | None:
         return None
 
 
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\ufe00-\ufe0f\ufeff\ue000-\uf8ff]"
+)
+_GROUP_SPACE = re.compile("(?<=\\d)[\u00a0\u202f](?=\\d{3}(?!\\d))")
+_CONFUSABLES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u04bb\u04cf\u051b\u051d\u0261"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0423\u0406\u0408\u0405"
+    "\u03bf\u03bd\u03c1\u03b9\u03ba\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1"
+    "\u03a4\u03a5\u03a7",
+    "aeopcyxijsdhlqwgABEKMHOPCTXYIJSovpikABEZHIKMNOPTYX",
+)
+
+
+def normalise(text: str) -> str:
+    """``text`` as a reader sees it: compatibility forms folded (NFKC: full-width digits, ligatures),
+    invisible characters removed (zero-width spaces and joiners, soft hyphens, direction marks,
+    private-use characters) and Cyrillic and Greek look-alikes of Latin letters replaced, so that
+    ``re\u200bfunded`` is *refunded* and ``j\u043ehn@x.example`` is an email the index knows.
+    A no-break space between digit groups stays a thousands separator."""
+    t = _GROUP_SPACE.sub(",", text)
+    t = unicodedata.normalize("NFKC", t)
+    return _INVISIBLE.sub("", t).translate(_CONFUSABLES)
+
+
 @lru_cache(maxsize=8192)
 def read(text: str, today: date | None = None) -> Reading:
     """Read ``text`` (see the module docstring); ``today`` resolves dates written without a year."""
@@ -521,7 +590,7 @@ def read(text: str, today: date | None = None) -> Reading:
         values.append(Value(kind, key, -1, entity))
         return chr(_PUA + len(values) - 1)
 
-    t = text[:20_000].replace("\u2019", "'").replace("\u2018", "'")
+    t = normalise(text[:20_000]).replace("\u2019", "'").replace("\u2018", "'")
     t = _IDIOMS.sub(" ", t)
     t = _EMAIL.sub(lambda m: put("email", m.group(0).rstrip(".").casefold()), t)
 
@@ -571,6 +640,7 @@ def read(text: str, today: date | None = None) -> Reading:
             amount = (amount + Decimal(m.group("c")).scaleb(-2)).normalize()
         return put("money", amount)
 
+    t = _FOREIGN.sub(lambda m: put("foreign", _dec(m.group("a") or m.group("b"))), t)
     t = _MONEY.sub(money, t)
     t = _ENTITY_ID.sub(
         lambda m: (
@@ -1053,11 +1123,19 @@ class _Index:
     addresses: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     ids: dict[tuple[str, int], set[int]] = field(default_factory=dict)
     own_names: dict[int, set[tuple[str, ...]]] = field(default_factory=dict)
+    written: dict[tuple[str, ...], set[int]] = field(default_factory=dict)
+    """Names written surname first with a comma (``smith , john``) or as an initial (``j. smith``)."""
+    handles: dict[str, set[int]] = field(default_factory=dict)
+    """Email local parts distinctive enough to name their owner alone (``vbailey.6672``)."""
 
     def add(self, records: Iterable[PersonalData]) -> _Index:
         for r in records:
             if r.kind == "email":
-                self.emails.setdefault(r.value.casefold().strip(), set()).add(r.owner)
+                email = r.value.casefold().strip()
+                self.emails.setdefault(email, set()).add(r.owner)
+                local = email.partition("@")[0]
+                if len(local) >= 5 and re.search(r"[\d._+-]", local) and re.search(r"[a-z]", local):
+                    self.handles.setdefault(local, set()).add(r.owner)
             elif r.kind == "phone":
                 digits = re.sub(r"\D", "", r.value)
                 if len(digits) >= 10:
@@ -1068,6 +1146,9 @@ class _Index:
                     self.names.setdefault(words, set()).add(r.owner)
                     self.surnames.setdefault(words[-1], set()).add(r.owner)
                     self.own_names.setdefault(r.owner, set()).add(words)
+                    for form in ((words[-1], ",", *words[:-1]), (words[0][0] + ".", words[-1])):
+                        self.written.setdefault(form, set()).add(r.owner)
+                        self.own_names[r.owner].add(form)
             elif r.kind == "address":
                 street = _address_words(r.value)
                 if len(street) >= 2 and street[0].isdigit():
@@ -1127,6 +1208,9 @@ def _text_disclosures(
             known = [(k, o) for k, o in readings if o]
             if known and all(other(o) for _, o in known) and (v.entity or len(known) == len(kinds)):
                 found.append(f"customer {min(known[0][1])}'s {known[0][0]} number")
+    for token in set(re.findall(r"[a-z0-9._+-]+", _PUA_RE.sub(" ", reading.text))):
+        if other(o := _owners(indexes, "handles", token.strip("."))):
+            found.append(f"customer {min(o)}'s email")
     words = re.findall(r"[a-z0-9'&-]+", _PUA_RE.sub(" ", reading.text))
     own_names = set().union(*(ix.own_names.get(o, set()) for ix in indexes for o in readers))
     lengths = {len(k) for ix in indexes for k in ix.names} or {2}
@@ -1139,7 +1223,13 @@ def _text_disclosures(
             surname = words[i + 1]
             if other(o := _owners(indexes, "surnames", surname)) and not any(k[-1] == surname for k in own_names):
                 found.append(f"customer {min(o)}'s name")
-    flat = " ".join(_address_words(said.text))
+    marked = re.findall(r"[a-z0-9'&-]+\.?|,", _PUA_RE.sub(" ", reading.text))
+    for i in range(len(marked)):
+        for n in (2, 3, 4):
+            key = tuple(w if w == "," or (w.endswith(".") and len(w) == 2) else w.rstrip(".") for w in marked[i : i + n])
+            if len(key) == n and other(o := _owners(indexes, "written", key)) and key not in own_names:
+                found.append(f"customer {min(o)}'s name")
+    flat = " ".join(_address_words(normalise(said.text)))
     for number in set(re.findall(r"\b\d+\b", flat)):
         for ix in indexes:
             for address, owner in ix.addresses.get(number, ()):

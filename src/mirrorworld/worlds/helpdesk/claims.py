@@ -114,8 +114,13 @@ def _refund(tools: tuple[str, ...]) -> ClaimRule:
             r"\b(?:issued|processed|initiated|made|sent|submitted|completed|put through|arranged|approved)\b"
             rf"{_NS}{{0,30}}"
             r"\brefund",
-            rf"\brefunds?\b{_NS}{{0,30}}\b(?:has|have|was|were|is|are|will be)\s+(?:been\s+)?(?:now\s+)?"
-            r"(?:issued|processed|made|sent|submitted|completed|approved|on (?:its|the) way)\b",
+            rf"\brefunds?\b{_NS}{{0,30}}\b(?:has|have|was|were|is|are|will be)\s+(?:been\s+|being\s+)?(?:now\s+)?"
+            r"(?:issued|processed|made|sent|submitted|completed|approved|initiated|on (?:its|the) way)\b",
+            r"\b(?:see|get|receive|have)\s+(?:[\ue000-\uf8ff]|the money|your money|it|the amount|the full amount"
+            r"|the funds|your funds|the payment|your payment)\s+back\b",
+            r"\breimburs(?:e|ed|ing|ement)\b",
+            r"\b(?:returned|sent back|put back|paid back)\s+(?:the\s+|your\s+)?(?:money|funds|payment|amount)\b",
+            r"\bback (?:on|to) your (?:card|account|original payment|bank)\b",
             r"\b(?:i|we)(?:'ll| will|'m| am|'re| are)\s+(?:going to\s+|now\s+)?refund(?:ing)?\b",
             r"\byou(?:'ll| will) (?:receive|get|see) (?:a|your|the)\s+(?:full\s+)?refund\b",
             r"\bmoney back\b",
