@@ -1223,10 +1223,13 @@ def _text_disclosures(
             surname = words[i + 1]
             if other(o := _owners(indexes, "surnames", surname)) and not any(k[-1] == surname for k in own_names):
                 found.append(f"customer {min(o)}'s name")
-    marked = re.findall(r"[a-z0-9'&-]+\.?|,", _PUA_RE.sub(" ", reading.text))
+    marked = [
+        w if w == "," or (w.endswith(".") and len(w) == 2) else w.rstrip(".")
+        for w in re.findall(r"[a-z0-9'&-]+\.?|,", _PUA_RE.sub(" ", reading.text))
+    ]
     for i in range(len(marked)):
         for n in (2, 3, 4):
-            key = tuple(w if w == "," or (w.endswith(".") and len(w) == 2) else w.rstrip(".") for w in marked[i : i + n])
+            key = tuple(marked[i : i + n])
             if len(key) == n and other(o := _owners(indexes, "written", key)) and key not in own_names:
                 found.append(f"customer {min(o)}'s name")
     flat = " ".join(_address_words(normalise(said.text)))
