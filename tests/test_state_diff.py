@@ -99,7 +99,10 @@ def test_adding_a_contact_to_the_sales_customer_fails(worlds: dict[str, World]) 
         _failed(_run(world, task, _with(task, extra)), "collateral", "unexpected change: insert contacts")
 
 
-@pytest.mark.parametrize("junk", ["x", "asdf", "zzzzzz zzzzzz", "!!! ??? ...", "ok ok ok"])
+@pytest.mark.parametrize(
+    "junk",
+    ["x", "asdf", "zzzzzz zzzzzz", "!!! ??? ...", "ok ok ok", "lorem ipsum dolor sit amet", "xq zzv blorp qwerty"],
+)
 def test_junk_in_a_free_text_reason_fails(worlds: dict[str, World], junk: str) -> None:
     sales = worlds["sales"]
     task = sales.task("lose_opportunity", 1)
@@ -115,6 +118,29 @@ def test_junk_in_a_free_text_reason_fails(worlds: dict[str, World], junk: str) -
     body, final = _split(esc)
     escalated = ToolCall(body[0].tool, {**body[0].args, "reason": junk})  # type: ignore[dict-item]
     assert not _run(helpdesk, esc, [escalated, *body[1:], final]).passed
+
+
+@pytest.mark.parametrize(
+    ("family", "tool", "field", "text", "passes"),
+    [
+        ("new_lead", "create_lead", "description", "Customer plans a fit-out of their warehouse", True),
+        ("new_lead", "create_lead", "description", "Office furniture for a new building", False),
+        ("discount_quotation", "request_discount_approval", "reason", "Manager agreed the discount with the rep", True),
+        ("discount_quotation", "request_discount_approval", "reason", "Please approve this", False),
+        ("lose_opportunity", "mark_lost", "reason", "Customer postponed the project", True),
+        ("lose_opportunity", "mark_lost", "reason", "They chose a cheaper supplier", False),
+    ],
+)
+def test_a_free_text_field_must_say_something_about_the_case(
+    worlds: dict[str, World], family: str, tool: str, field: str, text: str, passes: bool
+) -> None:
+    sales = worlds["sales"]
+    task = sales.task(family, 2)
+    calls = [ToolCall(c.tool, {**c.args, field: text}) if c.tool == tool else c for c in task.gold]  # type: ignore[dict-item]
+    v = _run(sales, task, calls)
+    assert v.passed is passes, v.evidence
+    if not passes:
+        assert any("not free text" in e for e in v.gates["state"].evidence), v.evidence
 
 
 def test_closing_a_ticket_the_gold_leaves_open_fails(worlds: dict[str, World]) -> None:

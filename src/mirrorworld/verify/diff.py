@@ -29,7 +29,8 @@ The rules, in the order they are applied:
    unmatched is missing; an episode insert left unmatched is unexpected
    unless its table is one of the world's ``optional_rows`` and it belongs to
    an entity of the task's scope. Every ``text`` field of every inserted row
-   must pass the text rule.
+   must pass the text rule, and of a row matched with a gold insert the echo
+   rule too.
 4. A deletion must match a deletion of the gold, by primary key.
 
 **The text rule** (:func:`plausible_text`): a value the gold wrote in the same
@@ -39,6 +40,11 @@ it says more), letters must make up at least half of
 its visible characters, and no letter may repeat four times in a row. It
 refuses junk and one-character placeholders; what the text asserts is graded
 by the claim checker (:mod:`mirrorworld.verify.communication`).
+
+**The echo rule** (:func:`echoes`): where the gold writes a text of its own
+(a reason, a description), the episode's must be the same or share a content
+word (four letters or more, by its first five) with the gold's text or with
+the task's instruction, the customer's own words.
 
 **Cost.** The gold's side is compiled once per gold outcome (its keys, its
 text values) and the world's schema once per world (tolerances, foreign keys,
@@ -53,6 +59,7 @@ import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from mirrorworld.core.state import RowChange
@@ -350,6 +357,14 @@ _STOP = frozenset(
         "after",
         "before",
         "because",
+        "please",
+        "thanks",
+        "thank",
+        "hello",
+        "dear",
+        "regards",
+        "could",
+        "should",
     ]
 )
 
@@ -358,18 +373,36 @@ def _stems(text: str) -> set[str]:
     return {w.casefold()[:5] for w in _WORD.findall(text) if len(w) >= 4 and w.casefold() not in _STOP}
 
 
-def echoes(value: str, gold: str) -> bool:
-    """Whether ``value`` records what ``gold`` records: equal, or sharing one of its content words (by stem).
+def echoes(value: str, gold: str, context: str = "") -> bool:
+    """Whether ``value`` records what ``gold`` records: equal, or sharing a content word (by stem) with
+    the gold's text or with ``context`` (the task's own words: what the customer wrote).
 
     Where the gold writes a particular text (the reason the customer gave), the
-    episode may use its own words, but must say the same thing: junk or an
-    unrelated sentence shares none of the gold's content words. A gold text
+    episode may use its own words, but must say something about the case: junk,
+    filler or an unrelated sentence shares no content word with either. Words
+    both texts open with (a tool's own prefix: ``Escalated:``) are not counted
+    as shared; a text that is the other's opening words echoes it. A gold text
     with no content word asks for nothing more than the text rule.
     """
     if _norm(value) == _norm(gold):
         return True
-    wanted = _stems(gold)
-    return not wanted or bool(wanted & _stems(value))
+    if not _stems(gold):
+        return True
+    said_words = [w.casefold() for w in _WORD.findall(value)]
+    gold_words = [w.casefold() for w in _WORD.findall(gold)]
+    shared = 0
+    while shared < min(len(said_words), len(gold_words)) and said_words[shared] == gold_words[shared]:
+        shared += 1
+    said = _stems(" ".join(said_words[shared:]))
+    wanted = _stems(" ".join(gold_words[shared:]))
+    if shared and (not said or not wanted):
+        return True  # one is the other's opening words
+    return bool(wanted & said) or bool(said & _context_stems(context))
+
+
+@lru_cache(maxsize=512)
+def _context_stems(context: str) -> frozenset[str]:
+    return frozenset(_stems(context))
 
 
 def _text_ok(schema: Schema, fp: Footprint, table: str, col: str, value: Any) -> bool:
@@ -380,20 +413,36 @@ def _text_ok(schema: Schema, fp: Footprint, table: str, col: str, value: Any) ->
     return plausible_text(value, schema.words.get((table, col), MIN_WORDS))
 
 
-def _bad_texts(schema: Schema, fp: Footprint, table: str, row: Mapping[str, Any]) -> list[str]:
-    return [
-        col for col, kind in schema.columns[table] if kind == "text" and not _text_ok(schema, fp, table, col, row[col])
-    ]
+def _bad_texts(
+    schema: Schema, fp: Footprint, table: str, row: Mapping[str, Any], context: str | None = None
+) -> list[str]:
+    """The text columns of an inserted ``row`` that fail the text rule (and, with ``context``: a row
+    matched with a gold insert, the echo rule against the gold's texts of the column)."""
+    bad = []
+    for col, kind in schema.columns[table]:
+        if kind != "text":
+            continue
+        value = row[col]
+        if not _text_ok(schema, fp, table, col, value):
+            bad.append(col)
+        elif context is not None and isinstance(value, str) and value.strip():
+            golds = fp.texts.get((table, col), frozenset())
+            if golds and not any(echoes(value, g, context) for g in golds):
+                bad.append(col)
+    return bad
 
 
 class _Episode:
     """One comparison's context: the world, the task's scope, the gold's footprint."""
 
-    def __init__(self, world: World, schema: Schema, fp: Footprint, scope: Iterable[EntityRef]) -> None:
+    def __init__(
+        self, world: World, schema: Schema, fp: Footprint, scope: Iterable[EntityRef], context: str = ""
+    ) -> None:
         self.world = world
         self.schema = schema
         self.fp = fp
         self.scope = set(scope)
+        self.context = context
         self.out = Comparison()
 
     def owner(self, change: RowChange) -> EntityRef | None:
@@ -431,7 +480,7 @@ class _Episode:
                 if kind == "text":
                     ok = (not isinstance(after, str) or bool(after.strip())) == self._present(gold[col])
                     if ok and isinstance(after, str) and isinstance(gold[col], str):
-                        ok = echoes(after, gold[col])
+                        ok = echoes(after, gold[col], self.context)
                     if not ok or not _text_ok(self.schema, self.fp, change.table, col, after):
                         self.out.missing.append(f"{change.table} {change.pk} {col}: {_shown(after)} is not free text")
                 elif _value(self.schema, change.table, col, after, inserted, 0) != gold[col]:
@@ -459,16 +508,18 @@ def compare(
     changes: Iterable[RowChange],
     scope: Iterable[EntityRef],
     exempt: frozenset[RowKey] = frozenset(),
+    context: str = "",
 ) -> Comparison:
     """Compare an episode's ``changes`` with ``gold``'s under ``world``'s tolerances (see the module docstring).
 
     Rows in ``exempt`` (written by the calls of a world's simulated party, the
     customer) are matched like any other, but their free text is the party's
-    own: the text rule does not judge it.
+    own: the text rule does not judge it. ``context`` is the task's own text
+    (its instruction), which a free-text field may echo instead of the gold.
     """
     schema = schema_of(world)
     fp = footprint(world, gold)
-    ep = _Episode(world, schema, fp, scope)
+    ep = _Episode(world, schema, fp, scope, context)
     rows = [c for c in changes if c.table not in schema.skip]
     inserted = _inserted(schema, rows)
     left = {table: Counter(keys) for table, keys in fp.inserts.items()}
@@ -482,12 +533,14 @@ def compare(
         if change.after is None:
             continue
         content = _content(schema, change.table, change.after, inserted)
-        bad = [] if key in exempt else _bad_texts(schema, fp, change.table, change.after)
         pool = left.get(change.table)
         if pool is not None and pool[content] > 0:
             pool[content] -= 1
+            bad = [] if key in exempt else _bad_texts(schema, fp, change.table, change.after, context)
             ep.out.missing += [f"insert {change.table} {change.pk} {col}: not free text" for col in bad]
-        elif change.table in schema.optional and ep.in_scope(change):
+            continue
+        if change.table in schema.optional and ep.in_scope(change):
+            bad = [] if key in exempt else _bad_texts(schema, fp, change.table, change.after)
             if bad:
                 ep.unexpected(change, f"{', '.join(bad)} not free text")
         else:

@@ -102,7 +102,7 @@ class Verifier:
         changes = session.changes()
         party = world.simulated_role if isinstance(world, Seated) else None
         exempt = frozenset(k for e in session.events if e.role == party for k in e.rows) if party else frozenset()
-        diff = compare(world, gold, changes, task.scope, exempt)
+        diff = compare(world, gold, changes, task.scope, exempt, task.instruction)
         check_results = {c.name: evaluate_check(db, session.image, c) for c in task.checks}
         failed_checks = [name for name, ok in check_results.items() if not ok]
         state_evidence = [*diff.missing, *(f"check failed: {n}" for n in failed_checks)]
