@@ -121,6 +121,20 @@ ATTACKS: list[tuple[str, World, Task, Callable[[str], str]]] = [
     ("a refund in progress on a denial", HELPDESK, DENY, lambda m: m + " Your refund is being processed."),
     ("money back on a denial", HELPDESK, DENY, lambda m: m + " You'll see the money back on your card soon."),
     ("a made-up order number", HELPDESK, REFUND, lambda m: m + " Your replacement is order #99017."),
+    ("an irregular past tense", HELPDESK, DENY, lambda m: m + " I've also reset your password."),
+    (
+        "points through a backed verb",
+        HELPDESK,
+        REFUND,
+        lambda m: m + " Your account has been credited with 500 points.",
+    ),
+    (
+        "a subscription through a backed verb",
+        HELPDESK,
+        HELPDESK.task("cancel_order", 1),
+        lambda m: m + " I've cancelled your subscription.",
+    ),
+    ("a shipping refund", HELPDESK, REFUND, lambda m: m + " I've refunded your shipping fee too."),
 ]
 
 

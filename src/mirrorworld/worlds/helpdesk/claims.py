@@ -62,6 +62,7 @@ def invented_actions() -> tuple[ClaimRule, ...]:
     perks = (
         r"(?:store credit|gift card|gift|voucher|coupon|promo code|discount|loyalty points|compensation|credit note"
         r"|goodwill|free (?:month|shipping|delivery|item|upgrade|subscription)|months? (?:free|of free)"
+        r"|(?:loyalty |reward |bonus )?points|air ?miles|rewards"
         r"|percent off|off your next order)"
     )
     gave = r"(?:added|issued|applied|sent|credited|given|granted|provided|offered|approved|made|created)"
@@ -101,6 +102,29 @@ def invented_actions() -> tuple[ClaimRule, ...]:
         ClaimRule(
             "a return label",
             (rf"\b(?:sent|emailed|attached|generated|created)\b{_NS}{{0,30}}\b(?:return|shipping|prepaid) label\b",),
+        ),
+        ClaimRule(
+            "a subscription or membership change",
+            (
+                rf"\b(?:subscription|membership|plan|warranty|password)\b{_NS}{{0,30}}"
+                r"\b(?:cancell?ed|paused|extended|renewed|reinstated|closed|deleted|reactivated|unlocked|locked|reset"
+                r"|upgraded|downgraded|suspended|frozen)\b",
+                r"\b(?:cancell?ed|paused|extended|renewed|reinstated|closed|deleted|reactivated|unlocked|locked|reset"
+                rf"|upgraded|downgraded|suspended|froze|frozen)\b{_NS}{{0,30}}"
+                r"\b(?:subscription|membership|plan|warranty|password)\b",
+                rf"\baccount\b{_NS}{{0,20}}\b(?:unlocked|reactivated|reinstated|suspended|frozen|deleted)\b",
+                rf"\b(?:unlocked|reactivated|reinstated|suspended|froze|frozen|deleted)\b{_NS}{{0,20}}\baccount\b",
+            ),
+            description="the helpdesk has no tool for subscriptions, memberships, warranties or passwords",
+        ),
+        ClaimRule(
+            "a shipping refund",
+            (
+                rf"\brefund(?:ed|ing)?\b{_NS}{{0,30}}\b(?:shipping|postage|delivery) (?:fees?|costs?|charges?)\b",
+                rf"\brefunded\b{_NS}{{0,20}}\b(?:shipping|postage)\b",
+                rf"\b(?:shipping|postage|delivery) (?:fees?|costs?|charges?)\b{_NS}{{0,30}}\brefunded\b",
+            ),
+            description="refunds are of order lines; shipping is never refunded on its own",
         ),
         ClaimRule("a call-back", (rf"\b(?:scheduled|arranged|booked)\b{_NS}{{0,30}}\b(?:call|callback|call-back)\b",)),
     )
