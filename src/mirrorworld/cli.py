@@ -94,6 +94,10 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     handlers.update(register_fidelity(sub, registry))
 
+    from mirrorworld.train.cli import register as register_train
+
+    handlers.update(register_train(sub, registry))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     world_option(b, registry)
     b.add_argument("--json", action="store_true")

@@ -235,6 +235,17 @@ class World(ABC):
         """What the policy forbids promising a customer (nothing by default)."""
         return ()
 
+    def menu_macros(self) -> Mapping[str, Sequence[str]]:
+        """Canned texts an operator can send or file, by the free-text parameter they fill (none by default).
+
+        Each text has ``{field}`` slots. The action menu
+        (:mod:`mirrorworld.envs.menu`) offers a macro for a parameter of that
+        name wherever a record the agent was shown fills its slots, as a
+        helpdesk's macros are filled from the ticket on screen. A macro is an
+        interface, not an answer: it names fields, never values.
+        """
+        return {}
+
     def customer_data(self, task: Task | None = None) -> Sequence[PersonalData]:
         """Customers' personal data that no text to another customer may name.
 

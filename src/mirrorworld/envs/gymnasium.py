@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, Literal, SupportsFloat
+from collections.abc import Sequence
+from typing import Any, Literal, SupportsFloat, overload
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
+from gymnasium.vector.utils import read_from_shared_memory
 
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.session import MAX_ARGS_CHARS
@@ -54,7 +56,7 @@ from mirrorworld.episodes import Episode, EpisodeOptions, check_split, select_ta
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.verify.judge import TextJudge
 
-__all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv", "decode_action", "env_spaces"]
+__all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv", "ObservationText", "SharedTexts", "decode_action", "env_spaces"]
 
 CHARSET = frozenset(string.printable)
 """Every observation string is printable ASCII (JSON escapes the rest)."""
@@ -81,9 +83,61 @@ def _ascii(text: str) -> str:
     return _NOT_PRINTABLE.sub("?", text)
 
 
+class ObservationText(spaces.Text):
+    """The text of an observation field: a :class:`~gymnasium.spaces.Text` that survives shared memory.
+
+    ``AsyncVectorEnv`` (with its default ``shared_memory=True``) reads its
+    observation buffers once, when it starts, and relies on what it read being
+    a view of the shared memory; Gymnasium's reader for ``Text`` returns strings,
+    so every later observation would come back as the buffer's first reading.
+    The reader registered for this space returns :class:`SharedTexts`, a
+    sequence that decodes the buffer when it is read (and, copied, keeps what
+    the buffer held then), so vectorised text observations stay intact.
+    """
+
+
+class SharedTexts(Sequence[str]):
+    """The texts of one observation field across a vector's environments, read from shared memory."""
+
+    def __init__(self, space: spaces.Text, codes: np.ndarray) -> None:
+        self._chars = space.character_list
+        self._codes = codes
+
+    def __len__(self) -> int:
+        return int(self._codes.shape[0])
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> str | tuple[str, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        chars, n = self._chars, len(self._chars)
+        return "".join(chars[c] for c in self._codes[i].tolist() if c < n)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SharedTexts, tuple, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(self)!r})"
+
+
+@read_from_shared_memory.register(ObservationText)
+def _read_observation_text(space: ObservationText, shared_memory: Any, n: int = 1) -> SharedTexts:
+    codes = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape((n, space.max_length))
+    return SharedTexts(space, codes)
+
+
 def env_spaces(n_tools: int, max_steps: int) -> tuple[spaces.Dict, spaces.Dict]:
     """The observation and action spaces of an environment over ``n_tools`` tools (see the module docstring)."""
-    text = spaces.Text(MAX_TEXT, min_length=0, charset=string.printable)
+    text = ObservationText(MAX_TEXT, min_length=0, charset=string.printable)
     observation = spaces.Dict(
         {
             "instruction": text,

@@ -14,7 +14,7 @@ from mirrorworld.core.task import EntityRef, Task, TaskFamily
 from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import AuditHooks, Rule, World
-from mirrorworld.worlds.helpdesk import claims, data, guards
+from mirrorworld.worlds.helpdesk import claims, data, guards, macros
 from mirrorworld.worlds.helpdesk.audit import HelpdeskAudit
 from mirrorworld.worlds.helpdesk.rules import EPOCH, RULES
 from mirrorworld.worlds.helpdesk.tasks import FAMILIES
@@ -182,6 +182,9 @@ class HelpdeskWorld(World):
 
     def customer_texts(self, session: Session) -> list[CustomerText]:
         return claims.customer_texts(session)
+
+    def menu_macros(self) -> Mapping[str, Sequence[str]]:
+        return macros.MACROS
 
     def claim_rules(self) -> Sequence[ClaimRule]:
         return claims.claim_rules(tuple(t.name for t in self.tools if t.kind == "write"))

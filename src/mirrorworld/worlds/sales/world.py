@@ -16,7 +16,7 @@ from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import AuditHooks, Rule, World
 from mirrorworld.verify.claims import disclosures
-from mirrorworld.worlds.sales import claims, data
+from mirrorworld.worlds.sales import claims, data, macros
 from mirrorworld.worlds.sales.audit import SalesAudit
 from mirrorworld.worlds.sales.rules import EPOCH, RULES
 from mirrorworld.worlds.sales.tasks import FAMILIES
@@ -167,6 +167,9 @@ class SalesWorld(World):
 
     def customer_texts(self, session: Session) -> list[CustomerText]:
         return claims.customer_texts(session)
+
+    def menu_macros(self) -> Mapping[str, Sequence[str]]:
+        return macros.MACROS
 
     def claim_rules(self) -> Sequence[ClaimRule]:
         return claims.claim_rules(tuple(t.name for t in self.tools if t.kind == "write"))

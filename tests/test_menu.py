@@ -1,0 +1,222 @@
+"""The action menu: built only from what the agent saw, consumed by every RL library without glue.
+
+* A canary planted in a task's gold solution, its hidden fields and its facts
+  never reaches a menu call or changes a feature: the wrapper reads
+  observations only.
+* Gymnasium's and Stable-Baselines3's checkers pass, sb3-contrib's
+  MaskablePPO learns on it, TorchRL's ``check_env_specs`` passes and its
+  actions reach the world as the calls they name, SuperSuit's wrappers apply,
+  vector environments (sync and async) keep observations intact.
+* The menu can express the gold solution of the families it is meant for: a
+  policy that picks the gold's calls from the menu (after reading what it
+  needs) passes.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import replace
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from mirrorworld.core.task import Fact, Task, ToolCall
+from mirrorworld.envs.gymnasium import MirrorEnv, decode_action
+from mirrorworld.envs.menu import ActionMenu, _slot
+
+CANARY = "zq-canary-7731"
+
+
+def _menu(world: str = "helpdesk", **kw: Any) -> ActionMenu:
+    return ActionMenu(MirrorEnv(world, max_steps=kw.pop("max_steps", 8)), **kw)
+
+
+def _planted(task: Task) -> Task:
+    gold = tuple(
+        ToolCall(c.tool, {k: (f"{v} {CANARY}" if isinstance(v, str) else v) for k, v in c.args.items()})
+        for c in task.gold
+    )
+    facts = tuple(replace(f, distractors=(*f.distractors, CANARY)) for f in task.facts) + (
+        Fact(label=CANARY, value=CANARY, kind="text"),
+    )
+    return replace(task, gold=gold, hidden={**task.hidden, CANARY: CANARY}, facts=facts)
+
+
+@pytest.mark.parametrize("world", ["helpdesk", "sales"])
+def test_no_gold_hidden_field_or_fact_reaches_the_menu_or_the_features(world: str) -> None:
+    env, twin = _menu(world), _menu(world)
+    rng = np.random.default_rng(3)
+    for family in [f.name for f in env.unwrapped.world.families]:  # type: ignore[attr-defined]
+        task = env.unwrapped.world.task(family, 11)  # type: ignore[attr-defined]
+        a, info_a = env.reset(options={"task": task})
+        b, info_b = twin.reset(options={"task": _planted(task)})
+        for _ in range(8):
+            assert np.array_equal(a, b), family
+            assert CANARY not in json.dumps([c.args for c in twin.menu], default=str), family
+            slot = int(rng.choice(np.flatnonzero(info_a["action_mask"])))
+            a, _, done, cut, info_a = env.step(slot)
+            b, _, done_b, cut_b, info_b = twin.step(slot)
+            assert (done, cut) == (done_b, cut_b)
+            if done or cut:
+                break
+
+
+def test_the_checkers_of_gymnasium_and_stable_baselines3_pass() -> None:
+    from gymnasium.utils.env_checker import check_env as gym_check
+
+    gym_check(_menu(), skip_render_check=True)
+    sb3 = pytest.importorskip("stable_baselines3.common.env_checker")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sb3.check_env(_menu())
+
+
+def test_maskable_ppo_trains_on_the_menu() -> None:
+    contrib = pytest.importorskip("sb3_contrib")
+    env = _menu(max_steps=6)
+    model = contrib.MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, verbose=0)
+    model.learn(total_timesteps=128)
+    obs, info = env.reset(seed=2)
+    action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+    assert info["action_mask"][int(action)]
+
+
+def test_torchrl_checks_the_specs_and_its_actions_reach_the_world() -> None:
+    pytest.importorskip("torchrl")
+    import torch
+    from torchrl.envs import GymWrapper
+    from torchrl.envs.utils import check_env_specs
+
+    menu = _menu()
+    env = GymWrapper(menu)
+    check_env_specs(env)
+    env.reset()
+    valid = int(np.flatnonzero(menu.action_masks())[0])
+    tool = menu.menu[valid].tool
+    action = torch.nn.functional.one_hot(torch.tensor(valid), menu.slots)
+    env.step(env.reset().set("action", action))
+    last = menu.unwrapped.episode.session.events[-1]  # type: ignore[attr-defined]
+    assert last.tool == tool and last.ok
+
+
+def test_supersuit_wrappers_apply() -> None:
+    ss = pytest.importorskip("supersuit")
+    stacked = ss.frame_stack_v1(_menu(), 2)
+    obs, _ = stacked.reset(seed=1)
+    assert obs.shape == (2 * _menu().observation_space.shape[0],)  # type: ignore[index]
+    cast = ss.dtype_v0(_menu(), np.float16)
+    assert cast.reset(seed=1)[0].dtype == np.float16
+
+
+@pytest.mark.parametrize(
+    "action",
+    [3, np.int64(3), np.array(3), np.array([3]), np.array(3, dtype=np.int32)],
+    ids=["int", "np.int64", "0-d array", "1-element array", "0-d int32"],
+)
+def test_every_integer_form_names_the_same_slot(action: Any) -> None:
+    assert _slot(action) == 3
+    name, _ = decode_action({"tool_name": action, "tool_args": "{}"}, ("a", "b", "c", "d"))
+    assert name == "d"
+
+
+def test_a_torch_tensor_names_a_slot_and_a_float_does_not() -> None:
+    torch = pytest.importorskip("torch")
+    assert _slot(torch.tensor(5)) == 5
+    assert _slot(2.0) == -1 and _slot("3") == -1 and _slot(True) == -1
+
+
+def test_an_empty_slot_is_an_error_observation_not_a_crash() -> None:
+    env = _menu()
+    env.reset(seed=4)
+    empty = env.slots - 1
+    assert not env.action_masks()[empty]
+    _, reward, done, cut, _ = env.step(empty)
+    events = env.unwrapped.episode.session.events  # type: ignore[attr-defined]
+    assert not events[-1].ok and reward <= 0 and not done and not cut
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_envs_keep_text_observations_intact(mode: str) -> None:
+    envs = gym.make_vec("mirrorworld/Helpdesk-v0", num_envs=2, vectorization_mode=mode)
+    try:
+        obs, _ = envs.reset(seed=[5, 9])
+        single = MirrorEnv("helpdesk")
+        for i, seed in enumerate((5, 9)):
+            assert obs["instruction"][i] == single.reset(seed=seed)[0]["instruction"]
+        obs, *_ = envs.step({"tool_name": np.array([0, 0]), "tool_args": ("{}", "{}")})
+        assert all(json.loads(obs["last_result"][i])["policy"] for i in range(2))
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_menu_vectorises(mode: str) -> None:
+    make = [lambda: _menu(max_steps=4), lambda: _menu(max_steps=4)]
+    envs = gym.vector.SyncVectorEnv(make) if mode == "sync" else gym.vector.AsyncVectorEnv(make)
+    try:
+        obs, info = envs.reset(seed=1)
+        assert obs.shape == (2, _menu().observation_space.shape[0])  # type: ignore[index]
+        for _ in range(6):
+            actions = np.array([int(np.flatnonzero(m)[0]) for m in info["action_mask"]])
+            obs, _, _, _, info = envs.step(actions)
+        assert np.isfinite(obs).all()
+    finally:
+        envs.close()
+
+
+READS = ("get_ticket", "get_order", "get_customer", "search_tickets", "search_articles", "get_article")
+
+
+def _gold_through_the_menu(env: ActionMenu, task: Task) -> bool:
+    """Pick the gold's calls from the menu, reading first what they need; whether the episode passed."""
+    _, info = env.reset(options={"task": task})
+    todo = list(task.gold)
+    made: set[str] = set()
+    for _ in range(16):
+        menu = env.menu
+        want = todo[0]
+        pick = next(
+            (
+                i
+                for i, c in enumerate(menu)
+                if c.tool == want.tool
+                and (
+                    (want.tool == "respond" and all(f.value in c.args["message"] for f in task.facts))
+                    or all(
+                        str(c.args.get(k)) == str(v).removesuffix(".00") or str(c.args.get(k)) == str(v)
+                        for k, v in want.args.items()
+                    )
+                )
+            ),
+            None,
+        )
+        if pick is None:
+            reads = [
+                i
+                for i, c in enumerate(menu)
+                if c.tool in READS
+                and json.dumps([c.tool, c.args], default=str) not in made
+                and any(str(v) in task.instruction for v in c.args.values())
+            ]
+            if not reads:
+                return False
+            pick = reads[0]
+        else:
+            todo.pop(0)
+        made.add(json.dumps([menu[pick].tool, menu[pick].args], default=str))
+        _, _, done, cut, info = env.step(pick)
+        if done or cut:
+            return bool((info.get("verdict") or {}).get("passed"))
+    return False
+
+
+@pytest.mark.parametrize(
+    "family", ["refund_damaged", "refund_with_approval", "deny_refund", "cancel_order", "sla_escalation"]
+)
+def test_the_menu_can_express_the_gold(family: str) -> None:
+    env = ActionMenu(MirrorEnv("helpdesk", split="test", max_steps=16))
+    world = env.unwrapped.world  # type: ignore[attr-defined]
+    assert all(_gold_through_the_menu(env, world.task(family, seed)) for seed in range(5))
