@@ -27,19 +27,42 @@ from mirrorworld.core.task import Fact, Task, ToolCall
 from mirrorworld.envs.gymnasium import MirrorEnv, decode_action
 from mirrorworld.envs.menu import ActionMenu, _slot
 
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*is different from the unwrapped version:UserWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
 CANARY = "zq-canary-7731"
+_CANARY_OF = {
+    "money": "987654.32",
+    "number": "987654",
+    "id": "987654",
+    "date": "1987-06-05",
+    "email": "zq-canary-7731@canary.example",
+    "text": CANARY,
+}
 
 
 def _menu(world: str = "helpdesk", **kw: Any) -> ActionMenu:
     return ActionMenu(MirrorEnv(world, max_steps=kw.pop("max_steps", 8)), **kw)
 
 
-def _planted(task: Task) -> Task:
+def _planted(world: Any, task: Task) -> Task:
+    """``task`` with a canary in the gold's free texts, its hidden fields and its facts (the gold stays valid)."""
+
+    def prose(tool: str, name: str) -> bool:
+        return any(p.name == name and p.free_text for p in world.tools_by_name[tool].params)
+
     gold = tuple(
-        ToolCall(c.tool, {k: (f"{v} {CANARY}" if isinstance(v, str) else v) for k, v in c.args.items()})
+        ToolCall(
+            c.tool,
+            {k: (f"{v} {CANARY}" if isinstance(v, str) and prose(c.tool, k) else v) for k, v in c.args.items()},
+        )
         for c in task.gold
     )
-    facts = tuple(replace(f, distractors=(*f.distractors, CANARY)) for f in task.facts) + (
+    facts = (
+        *(replace(f, distractors=(*f.distractors, _CANARY_OF[f.kind])) for f in task.facts),
         Fact(label=CANARY, value=CANARY, kind="text"),
     )
     return replace(task, gold=gold, hidden={**task.hidden, CANARY: CANARY}, facts=facts)
@@ -52,13 +75,14 @@ def test_no_gold_hidden_field_or_fact_reaches_the_menu_or_the_features(world: st
     for family in [f.name for f in env.unwrapped.world.families]:  # type: ignore[attr-defined]
         task = env.unwrapped.world.task(family, 11)  # type: ignore[attr-defined]
         a, info_a = env.reset(options={"task": task})
-        b, info_b = twin.reset(options={"task": _planted(task)})
+        b, _ = twin.reset(options={"task": _planted(env.unwrapped.world, task)})  # type: ignore[attr-defined]
         for _ in range(8):
             assert np.array_equal(a, b), family
-            assert CANARY not in json.dumps([c.args for c in twin.menu], default=str), family
+            shown = json.dumps([c.args for c in twin.menu], default=str)
+            assert CANARY not in shown and "987654" not in shown and "1987-06-05" not in shown, family
             slot = int(rng.choice(np.flatnonzero(info_a["action_mask"])))
             a, _, done, cut, info_a = env.step(slot)
-            b, _, done_b, cut_b, info_b = twin.step(slot)
+            b, _, done_b, cut_b, _ = twin.step(slot)
             assert (done, cut) == (done_b, cut_b)
             if done or cut:
                 break

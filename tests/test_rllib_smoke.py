@@ -80,3 +80,27 @@ def test_the_gold_staff_pass_through_rllib() -> None:
         done = terminateds["__all__"] or truncateds["__all__"]
     assert par.episode.verdict is not None and par.episode.verdict.passed
     assert returns == pytest.approx({"tier1": 1.0, "supervisor": 1.0})
+
+
+def test_rllib_trains_the_team_with_multi_agent_ppo() -> None:
+    """The multi-agent PPO example trains (three small iterations) on every seat's action menu."""
+    pytest.importorskip("ray.rllib")
+    pytest.importorskip("torch")
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "examples" / "rllib_team_ppo.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "RAY_DEDUP_LOGS": "0"},
+        cwd=root,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    curve = json.loads(done.stdout.strip().splitlines()[-1])["team_return"]
+    assert len(curve) == 3

@@ -436,3 +436,19 @@ def test_any_extra_write_to_a_field_no_tolerance_covers_fails(data: st.DataObjec
         v = verify(s)
     if premise:
         assert not v.passed, (task.id, extra, [(c.table, c.pk, c.fields) for c in touched])
+
+
+def test_guessing_the_identity_details_fails(worlds: dict[str, World]) -> None:
+    """A learner found that trying the customer's numbers in every order verifies them; guessing is a violation."""
+    helpdesk = worlds["helpdesk"]
+    task = helpdesk.task("update_email", 0)
+    check, change, final = task.gold
+    swapped = ToolCall(
+        check.tool, {**check.args, "zip_code": check.args["phone_last4"], "phone_last4": check.args["zip_code"]}
+    )
+    _failed(_run(helpdesk, task, [swapped, check, change, final]), "policy", "identity_guessing")
+    with helpdesk.session(task) as s:  # a failed check after a pass withdraws the authorisation
+        for call in (check, swapped):
+            s.call(call.tool, call.args)
+        refused = s.call(change.tool, change.args)
+    assert not refused.ok and refused.error is not None and refused.error["code"] == "policy_refused"

@@ -169,8 +169,8 @@ def decode_action(action: Any, tool_names: tuple[str, ...]) -> tuple[str, Any]:
         args = action.get("tool_args", "")
     except (TypeError, KeyError, AttributeError):
         raw, args = None, None
-    if isinstance(raw, np.ndarray) and raw.ndim == 0 and raw.dtype.kind in "iu":
-        raw = int(raw)  # a 0-d array, as vectorised samplers and TorchRL give a Discrete action
+    if isinstance(raw, np.ndarray) and raw.size == 1 and raw.dtype.kind in "iu":
+        raw = int(raw.reshape(()))  # a 0-d or one-element array, as vectorised samplers and TorchRL give one
     if type(raw) is int and 0 <= raw < len(tool_names):
         name = tool_names[raw]
     elif isinstance(raw, str):

@@ -55,17 +55,22 @@ instruction (the line of the product the customer names), then the most
 recently seen.
 
 Calls are deduplicated, capped per tool (:data:`PER_TOOL`, the most recent
-contexts first) and dealt into the slots one tool at a time, in turns.
+contexts first) and dealt into the slots one tool at a time, in turns. A call
+the agent already made is not offered again (its result is on its screen).
 
 Features
 --------
 A fixed vector: a hashed bag of words of the instruction, of the last result
-and of the last error code; the tools called so far; the step fraction; and
-per slot: whether it holds a call, the tool (one-hot), whether the call was
-made before, how many of its values the instruction names and where, how much
+and of the last error's code and rule (``policy_refused``,
+``refund_window``); the tools called so far; the step fraction; and
+per slot: whether it holds a call, the tool (one-hot), whether the tool was
+called before, how many of its values the instruction names and where, how much
 of its context's text the instruction shares, how recent its context is,
-whether a word of the tool's name is one of the instruction's (*cancel*), and
-its short text arguments (an enum value such as ``urgent``), hashed.
+whether a word of the tool's name is one of the instruction's (*cancel*),
+whether the values the instruction names come there in the order of the
+tool's parameters (the zip code, then the phone's last digits), its short
+text arguments (an enum value such as ``urgent``), hashed, and the words of
+its longer texts (which macro a message is), hashed.
 """
 
 from __future__ import annotations
@@ -102,7 +107,29 @@ _MENTION = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _MONEY_KEY = re.compile(r"price|amount|total|refund|paid|balance|cost|due|untaxed|tax")
 _SLOT = re.compile(r"\{([a-z_]+)\}")
-_STOP = frozenset(["the", "and", "for", "with", "this", "that", "from", "your", "you", "are", "was", "has", "have", "not", "but", "can", "our", "its", "it's"])
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "this",
+        "that",
+        "from",
+        "your",
+        "you",
+        "are",
+        "was",
+        "has",
+        "have",
+        "not",
+        "but",
+        "can",
+        "our",
+        "its",
+        "it's",
+    ]
+)
 
 
 def _words(text: str) -> set[str]:
@@ -396,6 +423,13 @@ def menu_calls(
 
 _VALUE_BUCKETS = 16
 """Hash buckets of a slot's short text arguments (an enum value: ``urgent``, ``damaged``)."""
+_TEXT_BUCKETS = 32
+"""Hash buckets of the words of a slot's longer texts (which macro a message is: *refunded* or *can't*)."""
+
+
+@lru_cache(maxsize=4096)
+def _text_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORDS.findall(text.casefold()) if len(w) >= 4 and not any(c.isdigit() for c in w))
 
 
 def _bucket(word: str, n: int) -> int:
@@ -408,11 +442,11 @@ class Features:
 
     n_tools: int
     slots: int
-    vocab: int = 128
+    vocab: int = 256
 
     @property
     def per_slot(self) -> int:
-        return self.n_tools + 8 + _VALUE_BUCKETS
+        return self.n_tools + 9 + _VALUE_BUCKETS + _TEXT_BUCKETS
 
     @property
     def size(self) -> int:
@@ -462,12 +496,16 @@ class Menu:
         }
 
     def choose(self, action: Any) -> ToolCall | None:
-        """The call in the slot ``action`` names (None: an empty slot or not a slot)."""
+        """The call in the slot ``action`` names (None: an empty slot or not a slot).
+
+        A call once made is not offered again: its result is on the agent's screen.
+        """
         slot = _slot(action)
         if not 0 <= slot < len(self.items):
             return None
         call = self.items[slot][0]
         self._called.add(_key(call))
+        self._stale = True
         self._tools_called[self._tool_index[call.tool]] = 1.0
         return call
 
@@ -478,7 +516,8 @@ class Menu:
         self._error = ""
         if result.startswith('{"error"'):
             try:
-                self._error = str(json.loads(result)["error"].get("code", ""))
+                error = json.loads(result)["error"]
+                self._error = f"{error.get('code', '')}:{error.get('rule') or ''}"
             except (ValueError, AttributeError, KeyError, TypeError):
                 self._error = "error"
         else:
@@ -495,7 +534,11 @@ class Menu:
         if over:
             self.items = []
         elif self._stale:
-            self.items = menu_calls(self.tools, self.seen, self.macros, self.slots)
+            self.items = [
+                item
+                for item in menu_calls(self.tools, self.seen, self.macros, self.slots + len(self._called))
+                if _key(item[0]) not in self._called
+            ][: self.slots]
         self._stale = False
 
     def mask(self) -> np.ndarray:
@@ -520,7 +563,9 @@ class Menu:
         for w in _words(self._last[:2000]):
             v[lay.vocab + _bucket(w, lay.vocab)] = 1.0
         if self._error:
-            v[2 * lay.vocab + _bucket(self._error, lay.vocab)] = 1.0
+            for part in self._error.split(":"):
+                if part:
+                    v[2 * lay.vocab + _bucket(part, lay.vocab)] = 1.0
         base = 3 * lay.vocab
         v[base : base + lay.n_tools] = self._tools_called
         base += lay.n_tools
@@ -536,7 +581,7 @@ class Menu:
             v[o] = 1.0
             v[o + 1 + self._tool_index[call.tool]] = 1.0
             k = o + 1 + lay.n_tools
-            v[k] = 1.0 if _key(call) in self._called else 0.0
+            v[k] = self._tools_called[self._tool_index[call.tool]]
             values = [str(a).casefold() for a in call.args.values() if not isinstance(a, bool) and len(str(a)) < 80]
             found = [instruction.find(a) for a in values if a and a in instruction]
             v[k + 1] = len(found) / len(values) if values else 0.0
@@ -546,9 +591,13 @@ class Menu:
             v[k + 4] = ctx.seen_at / newest if newest else 0.0
             v[k + 5] = 1.0 if ctx.seen_at == newest else 0.0
             v[k + 6] = self._tool_words.get(call.tool, 0.0)
+            v[k + 7] = 1.0 if len(found) >= 2 and found == sorted(found) else 0.0
             for a in call.args.values():
                 if isinstance(a, str) and len(a) <= 24:
-                    v[k + 7 + _bucket(a.casefold(), _VALUE_BUCKETS)] = 1.0
+                    v[k + 8 + _bucket(a.casefold(), _VALUE_BUCKETS)] = 1.0
+                elif isinstance(a, str):
+                    for w in _text_words(a):
+                        v[k + 8 + _VALUE_BUCKETS + _bucket(w, _TEXT_BUCKETS)] = 1.0
         return v
 
 

@@ -38,7 +38,7 @@ def register(sub: Any, registry: Any = None) -> dict[str, Any]:
     t.add_argument(
         "--warm-start",
         type=int,
-        default=600,
+        default=1000,
         metavar="N",
         help="clone demonstrations of N train tasks before PPO (0: PPO from scratch)",
     )

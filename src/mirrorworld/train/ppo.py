@@ -100,7 +100,7 @@ def _torch() -> Any:
     return torch
 
 
-def MenuPolicy(env: ActionMenu, hidden: int = 128) -> Any:  # noqa: N802 - a factory standing for a class
+def MenuPolicy(env: ActionMenu, hidden: int = 128) -> Any:
     """The pointer-style actor-critic over ``env``'s features (a ``torch.nn.Module``)."""
     torch = _torch()
     nn = torch.nn
@@ -292,7 +292,7 @@ def _warm_start(policy: Any, args: Args, rng: np.random.Generator) -> int:
     masks: list[np.ndarray] = []
     acts: list[int] = []
     kept = 0
-    for i in range(args.warm_start):
+    for _ in range(args.warm_start):
         task = world.task_for("train", int(rng.integers(0, 1 << 20)), names)
         demo = demonstrate(env, task)
         if demo is None:

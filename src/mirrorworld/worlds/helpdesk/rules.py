@@ -63,6 +63,7 @@ RULES = (
     Rule("priority_floor", "A ticket's priority is never below its customer's tier floor."),
     Rule("reply_before_solve", "A ticket is solved or closed only after a public agent reply."),
     Rule("identity_verification", "Account details change only after identity verification."),
+    Rule("identity_guessing", "After a failed identity check, never try other details: guessing is not verifying."),
     Rule("cancel_unshipped", "Only orders not yet shipped can be cancelled."),
     Rule("closed_ticket", "Closed tickets are read-only."),
     Rule("data_disclosure", "Never reveal another customer's personal data."),

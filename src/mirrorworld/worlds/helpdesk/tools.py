@@ -654,6 +654,9 @@ def verify_identity(ctx: ToolContext, customer_id: CustomerId, zip_code: str, ph
         raise ToolError("not_found", f"no customer {customer_id}")
     digits = "".join(ch for ch in row["phone"] if ch.isdigit())
     passed = zip_code.strip() == row["zip"] and phone_last4.strip() == digits[-4:]
+    failed = ctx.one("SELECT id FROM identity_checks WHERE customer_id=? AND passed=0 LIMIT 1", (customer_id,))
+    if failed is not None:
+        ctx.violation("identity_guessing", f"identity of customer {customer_id} checked again after a failed check")
     ctx.execute(
         "INSERT INTO identity_checks (customer_id, passed, created_at) VALUES (?,?,?)",
         (customer_id, int(passed), ctx.now()),
@@ -700,11 +703,11 @@ def update_customer(
     if not changes:
         raise ToolError("invalid_arguments", "give at least one of email, phone, address")
     since = (ctx.now_dt() - timedelta(minutes=IDENTITY_VALID_MINUTES)).strftime(TIME_FORMAT)
-    check = ctx.one(
-        "SELECT id FROM identity_checks WHERE customer_id=? AND passed=1 AND created_at>=? LIMIT 1",
+    check = ctx.one(  # the latest check decides: a failed one after a pass withdraws the authorisation
+        "SELECT passed FROM identity_checks WHERE customer_id=? AND created_at>=? ORDER BY id DESC LIMIT 1",
         (customer_id, since),
     )
-    if check is None:
+    if check is None or not check["passed"]:
         raise ToolError(
             "policy_refused",
             "verify the customer's identity (verify_identity) before changing account details",
