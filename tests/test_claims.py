@@ -235,6 +235,7 @@ LEGIT: list[tuple[str, World, Task, Callable[[str], str]]] = [
     ("what happened to the order", HELPDESK, DENY, lambda m: "Your order has been delivered, I've confirmed. " + m),
     ("generic work after a write", HELPDESK, REFUND, lambda m: "I've processed your request. " + m),
     ("a sum of amounts shown", HELPDESK, APPROVAL, lambda m: m + " The two items came to $402.98 together."),
+    ("present tense in -ed", HELPDESK, REFUND, lambda m: m + " I need nothing else from you; we proceed as usual."),
 ]
 
 

@@ -91,7 +91,7 @@ from gymnasium import spaces
 from mirrorworld.core.task import ToolCall
 from mirrorworld.core.tools import Param, ToolSpec
 
-__all__ = ["PER_TOOL", "ActionMenu", "Features", "Menu", "Seen", "menu_calls"]
+__all__ = ["PER_TOOL", "ActionMenu", "Features", "Menu", "Seen", "call_args", "menu_calls"]
 
 PER_TOOL = 4
 """The most candidate calls one tool contributes to a menu (twice as many for a tool with a free-text parameter)."""
@@ -582,7 +582,9 @@ class Menu:
             v[o + 1 + self._tool_index[call.tool]] = 1.0
             k = o + 1 + lay.n_tools
             v[k] = self._tools_called[self._tool_index[call.tool]]
-            values = [str(a).casefold() for a in call.args.values() if not isinstance(a, bool) and len(str(a)) < 80]
+            values = [
+                str(a).casefold() for a in call_args(call).values() if not isinstance(a, bool) and len(str(a)) < 80
+            ]
             found = [instruction.find(a) for a in values if a and a in instruction]
             v[k + 1] = len(found) / len(values) if values else 0.0
             v[k + 2] = (sum(found) / len(found) / length) if found else 0.0
@@ -592,7 +594,7 @@ class Menu:
             v[k + 5] = 1.0 if ctx.seen_at == newest else 0.0
             v[k + 6] = self._tool_words.get(call.tool, 0.0)
             v[k + 7] = 1.0 if len(found) >= 2 and found == sorted(found) else 0.0
-            for a in call.args.values():
+            for a in call_args(call).values():
                 if isinstance(a, str) and len(a) <= 24:
                     v[k + 8 + _bucket(a.casefold(), _VALUE_BUCKETS)] = 1.0
                 elif isinstance(a, str):
@@ -645,11 +647,12 @@ class ActionMenu(gym.Wrapper[np.ndarray, np.int64, dict[str, Any], dict[str, Any
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         call = self.state.choose(action)
+        inner: dict[str, Any]
         if call is not None:
-            inner = {"tool_name": call.tool, "tool_args": call.args}
+            inner = {"tool_name": call.tool, "tool_args": call_args(call)}
         else:
             inner = {"tool_name": f"empty-slot-{_slot(action)}", "tool_args": {}}
-        obs, reward, terminated, truncated, info = self.env.step(inner)
+        obs, reward, terminated, truncated, info = self.env.step(inner)  # type: ignore[arg-type]
         self.state.shown(str(obs["last_result"]))
         features, info = self._observe(info)
         return features, reward, terminated, truncated, info
@@ -677,8 +680,13 @@ class ActionMenu(gym.Wrapper[np.ndarray, np.int64, dict[str, Any], dict[str, Any
         return features, info
 
 
+def call_args(call: ToolCall) -> dict[str, Any]:
+    """A menu call's arguments (the menu builds them as a dict; anything else reads as none)."""
+    return call.args if isinstance(call.args, dict) else {}
+
+
 def _key(call: ToolCall) -> tuple[Any, ...]:
-    return (call.tool, *call.args.items())
+    return (call.tool, *call_args(call).items())
 
 
 def _slot(action: Any) -> int:

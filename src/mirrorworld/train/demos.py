@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mirrorworld.core.task import Task
-from mirrorworld.envs.menu import ActionMenu
+from mirrorworld.envs.menu import ActionMenu, call_args
 
 __all__ = ["demonstrate"]
 
@@ -53,10 +53,12 @@ def demonstrate(env: ActionMenu, task: Task, *, limit: int = 12) -> list[tuple[n
         for i, call in enumerate(menu):
             if call.tool != want.tool:
                 continue
-            if len(todo) == 1 and call.tool == want.tool and _passes(env, call.tool, call.args):
+            if len(todo) == 1 and call.tool == want.tool and _passes(env, call.tool, call_args(call)):
                 pick = i
                 break
-            if len(todo) > 1 and all(_same(call.args.get(k), v) for k, v in want.args.items() if v is not None):
+            if len(todo) > 1 and all(
+                _same(call_args(call).get(k), v) for k, v in call_args(want).items() if v is not None
+            ):
                 pick = i
                 break
         if pick is None:
@@ -67,8 +69,8 @@ def demonstrate(env: ActionMenu, task: Task, *, limit: int = 12) -> list[tuple[n
                     if call.tool in _READS and json.dumps([call.tool, call.args], default=str) not in opened
                 ),
                 key=lambda i: (
-                    "query" in menu[i].args,
-                    not any(str(v) in task.instruction for v in menu[i].args.values()),
+                    "query" in call_args(menu[i]),
+                    not any(str(v) in task.instruction for v in call_args(menu[i]).values()),
                     i,
                 ),
             )

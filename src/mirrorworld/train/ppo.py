@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mirrorworld.envs.gymnasium import MirrorEnv
-from mirrorworld.envs.menu import ActionMenu
+from mirrorworld.envs.menu import ActionMenu, call_args
 
 __all__ = ["Args", "History", "MenuPolicy", "make_env", "train"]
 
@@ -169,7 +169,7 @@ def train(
     policy = MenuPolicy(envs[0], args.hidden)
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5)
     n, t = args.num_envs, args.num_steps
-    dim = envs[0].observation_space.shape[0]
+    dim = envs[0].layout.size
     slots = args.slots
     obs_buf = np.zeros((t, n, dim), dtype=np.float32)
     mask_buf = np.zeros((t, n, slots), dtype=bool)
@@ -342,7 +342,7 @@ def run_greedy(
         slot = greedy_action(policy, obs, info["action_mask"])
         menu = env.menu
         if 0 <= slot < len(menu):
-            calls.append((menu[slot].tool, dict(menu[slot].args)))
+            calls.append((menu[slot].tool, dict(call_args(menu[slot]))))
         obs, _r, term, trunc, info = env.step(slot)
         if term or trunc:
             verdict = info.get("verdict") or {}

@@ -1016,6 +1016,29 @@ _RECORD_STATES = frozenset(
 )
 """Participles that describe what happened to a record, not what the agent did: "your order has been
 delivered", "the window has now passed" (only in the passive)."""
+_NOT_PAST = frozenset(
+    [
+        "need",
+        "feed",
+        "speed",
+        "proceed",
+        "succeed",
+        "exceed",
+        "indeed",
+        "seed",
+        "breed",
+        "bleed",
+        "heed",
+        "shed",
+        "bed",
+        "red",
+        "wed",
+        "embed",
+        "hundred",
+        "shred",
+    ]
+)
+"""Words ending in *-ed* that are no past tense ("I need", "we proceed")."""
 _MADE_SURE = re.compile(r"\s+(?:sure|certain)\b")
 _GENERIC_DONE = frozenset(
     ["processed", "handled", "completed", "resolved", "sorted", "finished", "actioned", "done", "fixed", "did"]
@@ -1069,7 +1092,7 @@ def action_failures(session: Session, texts: Sequence[CustomerText], rules: Sequ
         for m in found:
             group = "v" if m.group("v") else "p" if m.group("p") else "n"
             verb, at = m.group(group), m.start(group)
-            if verb in OBSERVATIONS or reading.mode(at) not in ("asserted", "hedged"):
+            if verb in _NOT_PAST or verb in OBSERVATIONS or reading.mode(at) not in ("asserted", "hedged"):
                 continue
             if group != "v" and verb in _RECORD_STATES:
                 continue
