@@ -69,7 +69,8 @@ def _plot(history: dict[str, Any], path: Path, title: str) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)
     ax.plot(history["steps"], history["heldout_pass"], marker="o", label="pass rate, held-out train tasks")
-    ax.plot(history["steps"], history["train_return"], marker=".", label="mean episode return")
+    returns = [float("nan") if r is None else r for r in history["train_return"]]
+    ax.plot(history["steps"], returns, marker=".", label="mean episode return (rollouts)")
     ax.set_xlabel("environment steps")
     ax.set_ylim(-0.1, 1.05)
     ax.set_title(title)

@@ -141,8 +141,8 @@ class History:
 
     steps: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
-    train_return: list[float] = field(default_factory=list)
-    """Mean episode return of the rollouts since the last point."""
+    train_return: list[float | None] = field(default_factory=list)
+    """Mean episode return of the rollouts since the last point (None at the first point, before any)."""
     heldout_pass: list[float] = field(default_factory=list)
     """Greedy pass rate on train-split tasks the rollouts did not draw (indices past the training range)."""
     episodes: int = 0
@@ -195,9 +195,22 @@ def train(
         history.demonstrations = _warm_start(policy, args, rng)
     rollouts = max(1, args.total_steps // (n * t))
     every = args.eval_every or max(1, rollouts // 8)
+    period = args.minutes * 60 / 8  # a curve point at least this often, whichever budget ends the run
     returns_since: list[float] = []
     running = np.zeros(n, dtype=np.float64)
     step = 0
+
+    def point(elapsed: float) -> None:
+        history.steps.append(step)
+        history.seconds.append(round(elapsed, 1))
+        history.train_return.append(float(np.mean(returns_since)) if returns_since else None)
+        passed = [run_greedy(policy, heldout, seed=train_range + j)[0] for j in range(args.curve_episodes)]
+        history.heldout_pass.append(float(np.mean(passed)))
+        if progress is not None:
+            progress(step, args.total_steps, f"held-out pass {history.heldout_pass[-1]:.0%}")
+
+    point(time.perf_counter() - start)  # where PPO starts: the warm start's policy, or an untrained one
+    next_point = time.perf_counter() - start + period
     for rollout in range(1, rollouts + 1):
         for k in range(t):
             obs_buf[k], mask_buf[k] = obs, masks
@@ -261,19 +274,10 @@ def train(
                 optimizer.step()
         elapsed = time.perf_counter() - start
         out_of_time = elapsed > args.minutes * 60
-        if rollout % every == 0 or rollout == rollouts or out_of_time:
-            history.steps.append(step)
-            history.seconds.append(round(elapsed, 1))
-            history.train_return.append(float(np.mean(returns_since)) if returns_since else 0.0)
+        if rollout % every == 0 or rollout == rollouts or out_of_time or elapsed >= next_point:
+            point(elapsed)
             returns_since = []
-            passed = [run_greedy(policy, heldout, seed=train_range + j)[0] for j in range(args.curve_episodes)]
-            history.heldout_pass.append(float(np.mean(passed)))
-            if progress is not None:
-                progress(
-                    step,
-                    args.total_steps,
-                    f"return {history.train_return[-1]:.2f}, held-out pass {history.heldout_pass[-1]:.0%}",
-                )
+            next_point = elapsed + period
         if out_of_time:
             break
     history.wall_s = round(time.perf_counter() - start, 1)
