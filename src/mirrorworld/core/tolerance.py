@@ -18,7 +18,13 @@ columns where equality is the wrong test
 * ``text`` — free text an agent writes (a reason, a note, a reply): the
   episode's value is accepted when it is free text rather than junk (the
   verifier's text rule, with at least ``words`` different words), or is a
-  value the gold wrote there; whether it is empty must match the gold. What it says is graded by the claim checker.
+  value the gold wrote there; whether it is empty must match the gold. With
+  ``echo`` (the default), where the gold writes a text of its own the
+  episode's must say something about the case too: share a content word with
+  the gold's text or the customer's words (a reason, a description). A field
+  in the writer's own words with nothing to echo (a supervisor's "Approved.",
+  a chat line) declares ``echo=False``. What it says is graded by the claim
+  checker.
 * ``choice`` — a workflow field an episode may move, where the gold leaves it
   as it was, to one of ``values``, on an entity of the task's scope (replying
   to a new ticket opens it; a solved contact is a valid end). A field the
@@ -51,6 +57,8 @@ class Tolerance:
     """For ``choice``: the values an episode may move the field to where the gold leaves it alone."""
     words: int = 2
     """For ``text``: the fewest different words (two letters or more) the text rule asks for."""
+    echo: bool = True
+    """For ``text``: whether the episode's text must echo the gold's (or the customer's) where the gold writes one."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("ignore", "id", "order", "text", "choice"):
@@ -75,8 +83,8 @@ class Tolerance:
         return cls("order", why)
 
     @classmethod
-    def text(cls, why: str, *, words: int = 2) -> Tolerance:
-        return cls("text", why, words=words)
+    def text(cls, why: str, *, words: int = 2, echo: bool = True) -> Tolerance:
+        return cls("text", why, words=words, echo=echo)
 
     @classmethod
     def choice(cls, values: tuple[str, ...], why: str) -> Tolerance:

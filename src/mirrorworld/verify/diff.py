@@ -107,6 +107,8 @@ class Schema:
     """(table, column) -> the values a ``choice`` tolerance admits."""
     words: dict[tuple[str, str], int]
     """(table, column) -> the fewest words a ``text`` tolerance asks for."""
+    loose: frozenset[tuple[str, str]]
+    """(table, column) of the ``text`` tolerances that ask no echo of the gold."""
     references: dict[str, dict[str, str]]
     """Table -> column -> the table whose rowid it references (declared foreign keys)."""
     optional: frozenset[str]
@@ -164,6 +166,7 @@ def _compile(world: World) -> Schema:
     columns: dict[str, tuple[tuple[str, Column], ...]] = {}
     choices: dict[tuple[str, str], frozenset[Any]] = {}
     words: dict[tuple[str, str], int] = {}
+    loose: set[tuple[str, str]] = set()
     references: dict[str, dict[str, str]] = {}
     rowid_cols = {t: _rowid_column(image.query(f"PRAGMA table_info({t})")) for t in image.tables}
     for table in image.tables:
@@ -176,6 +179,8 @@ def _compile(world: World) -> Schema:
             elif tol is not None and tol.kind == "text":
                 kind = "text"
                 words[(table, col)] = tol.words
+                if not tol.echo:
+                    loose.add((table, col))
             elif tol is not None and tol.kind == "choice":
                 kind = "choice"
                 choices[(table, col)] = frozenset(tol.values)
@@ -187,7 +192,15 @@ def _compile(world: World) -> Schema:
             if target in rowid_cols and (to is None or to == rowid_cols[target]):
                 refs[source] = target
         references[table] = refs
-    return Schema(columns, choices, words, references, frozenset(world.optional_rows), frozenset(image.untracked))
+    return Schema(
+        columns,
+        choices,
+        words,
+        frozenset(loose),
+        references,
+        frozenset(world.optional_rows),
+        frozenset(image.untracked),
+    )
 
 
 def _rowid_column(info: list[tuple[Any, ...]]) -> str | None:
@@ -425,7 +438,7 @@ def _bad_texts(
         value = row[col]
         if not _text_ok(schema, fp, table, col, value):
             bad.append(col)
-        elif context is not None and isinstance(value, str) and value.strip():
+        elif context is not None and isinstance(value, str) and value.strip() and (table, col) not in schema.loose:
             golds = fp.texts.get((table, col), frozenset())
             if golds and not any(echoes(value, g, context) for g in golds):
                 bad.append(col)
@@ -479,7 +492,8 @@ class _Episode:
             if col in gold:
                 if kind == "text":
                     ok = (not isinstance(after, str) or bool(after.strip())) == self._present(gold[col])
-                    if ok and isinstance(after, str) and isinstance(gold[col], str):
+                    echo = (change.table, col) not in self.schema.loose
+                    if ok and echo and isinstance(after, str) and isinstance(gold[col], str):
                         ok = echoes(after, gold[col], self.context)
                     if not ok or not _text_ok(self.schema, self.fp, change.table, col, after):
                         self.out.missing.append(f"{change.table} {change.pk} {col}: {_shown(after)} is not free text")

@@ -129,17 +129,18 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
         "team_messages": {
             "body": Tolerance.text(
                 "what a party says in the chat or a hand-off, in its own words (the customer's own replies are "
-                "theirs: the text rule does not judge them)"
+                "theirs: the text rule does not judge them)",
+                echo=False,
             ),
             "ref_id": Tolerance.id("the id of the request or change a message is about, of whichever table"),
         },
         "approval_requests": {
             "summary": Tolerance.text("the case as the requester sums it up"),
             "note": Tolerance.text(
-                "the supervisor's note on the decision (a word such as 'Approved.' is one)", words=1
+                "the supervisor's note on the decision (a word such as 'Approved.' is one)", words=1, echo=False
             ),
         },
-        "approvals": {"note": Tolerance.text("the supervisor's note on the decision", words=1)},
+        "approvals": {"note": Tolerance.text("the supervisor's note on the decision", words=1, echo=False)},
         "verification_codes": {"code": Tolerance.id("drawn from the code's row id: another code sent first shifts it")},
     }
     optional_rows: ClassVar[Mapping[str, str]] = {
