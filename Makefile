@@ -4,8 +4,8 @@ install:
 	python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'
 
 lint:
-	.venv/bin/ruff check src tests
-	.venv/bin/ruff format --check src tests
+	.venv/bin/ruff check src tests examples
+	.venv/bin/ruff format --check src tests examples
 	.venv/bin/mypy
 
 test:
