@@ -22,14 +22,14 @@ from mirrorworld.train.ppo import Args, families_of, train
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for f in fields(Args):
-        if f.name in ("families", "extra"):
+        if f.name == "families":
             continue
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     parser.add_argument("--families", default="", help="comma-separated families (default: all)")
     parser.add_argument("--episodes", type=int, default=30, help="test tasks per family")
     parser.add_argument("--smoke", action="store_true", help="train a few hundred steps and test 2 tasks a family")
     ns = parser.parse_args()
-    values = {f.name: getattr(ns, f.name) for f in fields(Args) if f.name not in ("families", "extra")}
+    values = {f.name: getattr(ns, f.name) for f in fields(Args) if f.name != "families"}
     args = Args(**values, families=tuple(x for x in ns.families.split(",") if x))
     episodes = ns.episodes
     if ns.smoke:

@@ -129,7 +129,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     results = {
         "world": world.id,
         "world_hash": world.content_hash,
-        "args": {k: v for k, v in vars(run).items() if k != "extra"},
+        "args": dict(vars(run)),
         "history": history.to_dict(),
         "test": table,
         "audit": {k: audit[k] for k in ("episodes", "flagged", "flagged_but_passed", "by_rule")},

@@ -73,7 +73,6 @@ class Args:
     eval_every: int = 0
     """Rollouts between evaluations on held-out train tasks for the learning curve (0: eight points in all)."""
     curve_episodes: int = 36
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def make_env(args: Args, split: Literal["train", "test"] = "train") -> ActionMenu:

@@ -529,8 +529,13 @@ class Reading:
 
 def sim_date(session: Session) -> date | None:
     """The simulated date of ``session`` (None when its clock cannot be read)."""
+    return _clock_date(session.clock[:10])
+
+
+@lru_cache(maxsize=1024)
+def _clock_date(day: str) -> date | None:
     try:
-        return datetime.strptime(session.clock[:10], "%Y-%m-%d").date()
+        return datetime.strptime(day, "%Y-%m-%d").date()
     except ValueError:
         return None
 
@@ -1088,7 +1093,7 @@ def action_failures(session: Session, texts: Sequence[CustomerText], rules: Sequ
         if tokens is None:
             tokens = {t for e in session.events if e.ok for t in e.tool.split("_") if len(t) >= 3}
             wrote = any(e.ok and e.kind != "read" for e in session.events)
-        covered = [(m.start(), m.end()) for pattern in _rule_patterns(rules) for m in pattern.finditer(reading.text)]
+        covered = _covered(_rule_patterns(rules), reading.text)
         for m in found:
             group = "v" if m.group("v") else "p" if m.group("p") else "n"
             verb, at = m.group(group), m.start(group)
@@ -1113,6 +1118,12 @@ def action_failures(session: Session, texts: Sequence[CustomerText], rules: Sequ
                 f"step {said.step}: {said.channel} text reports an action nothing in the episode did ({quoted!r})"
             )
     return out
+
+
+@lru_cache(maxsize=4096)
+def _covered(patterns: tuple[re.Pattern[str], ...], text: str) -> tuple[tuple[int, int], ...]:
+    """The spans of ``text`` (as read) that a claim rule's patterns match: the reports the rules judge."""
+    return tuple((m.start(), m.end()) for pattern in patterns for m in pattern.finditer(text))
 
 
 @lru_cache(maxsize=64)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date
 from decimal import Decimal
 
@@ -173,36 +173,44 @@ def _prose_amounts(text: str) -> set[Decimal]:
     return {v.key for v in read(text).values if v.kind == "money" and isinstance(v.key, Decimal)}
 
 
-def _shown_amounts(value: object, out: set[Decimal], key: str = "", depth: int = 0) -> None:
+def _leaves(value: object, key: str = "", depth: int = 0) -> Iterator[tuple[str, object]]:
+    """(the key it sits under, casefolded; the value) of every scalar in a tool result, to a bounded depth."""
+    if depth > 12 or isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, str(k).casefold(), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v, key, depth + 1)
+    else:
+        yield key, value
+
+
+def _shown_amounts(value: object, out: set[Decimal], key: str = "") -> None:
     """The amounts of money in a tool result: numbers under a money-like key, and amounts written in its texts.
 
     A key such as ``unit_price`` or ``total`` marks a money field; under a key
     ending in ``_cents`` an integer is read as cents. Ids, counts and quantities
     are not amounts.
     """
-    if depth > 12 or isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _shown_amounts(v, out, str(k).casefold(), depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _shown_amounts(v, out, key, depth + 1)
-    elif isinstance(value, str):
-        if _MONEY_KEY.search(key):
+    for k, leaf in _leaves(value, key):
+        money = bool(_MONEY_KEY.search(k))
+        if isinstance(leaf, str):
+            if money:
+                try:
+                    out.add(Decimal(leaf.strip()).normalize())
+                    continue
+                except ArithmeticError:
+                    pass
+            if "$" in leaf or "usd" in leaf.casefold() or "dollar" in leaf.casefold():
+                out |= _prose_amounts(leaf)
+        elif isinstance(leaf, (int, float, Decimal)) and money:
             try:
-                out.add(Decimal(value.strip()).normalize())
-                return
+                d = Decimal(str(leaf)).normalize()
             except ArithmeticError:
-                pass
-        if "$" in value or "usd" in value.casefold() or "dollar" in value.casefold():
-            out |= _prose_amounts(value)
-    elif isinstance(value, (int, float, Decimal)) and _MONEY_KEY.search(key):
-        try:
-            d = Decimal(str(value)).normalize()
-        except ArithmeticError:
-            return
-        out.add(d.scaleb(-2).normalize() if key.endswith("_cents") and isinstance(value, int) else d)
+                continue
+            out.add(d.scaleb(-2).normalize() if k.endswith("_cents") and isinstance(leaf, int) else d)
 
 
 def _amounts(text: str, today: date | None) -> list[Decimal]:
@@ -236,35 +244,34 @@ def unknown_amounts(session: Session, task: Task, texts: Sequence[CustomerText])
         if fact.kind == "money":
             for value in (fact.value, *fact.distractors):
                 _shown_amounts(value, known, "amount")
-    for event in session.events:
-        if event.ok:
-            _shown_amounts(event.data, known)
-    missing = [
-        m
-        for m in stated
-        if m not in known and not any(m - a in known or a - m in known or a + m in known for a in known)
-    ]
+    missing = _not_derivable(stated, known)
+    if missing:  # what the task gives did not cover them: read what the episode's calls returned too
+        for event in session.events:
+            if event.ok:
+                _shown_amounts(event.data, known)
+        missing = _not_derivable(missing, known)
     return [
         f"step {stated[a].step}: {stated[a].channel} text states an amount nothing the agent saw gives: ${a:,.2f}"
         for a in sorted(missing)[:5]
     ]
 
 
-def _shown_numbers(value: object, out: set[Decimal], depth: int = 0) -> None:
+def _not_derivable(amounts: Iterable[Decimal], known: set[Decimal]) -> list[Decimal]:
+    """The amounts that are neither known nor the sum or difference of two known ones."""
+    return [
+        m
+        for m in amounts
+        if m not in known and not any(m - a in known or a - m in known or a + m in known for a in known)
+    ]
+
+
+def _shown_numbers(value: object, out: set[Decimal]) -> None:
     """Every whole number in a tool result, and every number written in its texts."""
-    if depth > 12 or isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, int):
-        out.add(Decimal(value))
-    elif isinstance(value, str):
-        if any(c.isdigit() for c in value):
-            out |= numbers_in(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _shown_numbers(v, out, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _shown_numbers(v, out, depth + 1)
+    for _key, leaf in _leaves(value):
+        if isinstance(leaf, int) and not isinstance(leaf, bool):
+            out.add(Decimal(leaf))
+        elif isinstance(leaf, str) and any(c.isdigit() for c in leaf):
+            out |= numbers_in(leaf)
 
 
 def unknown_records(session: Session, task: Task, texts: Sequence[CustomerText]) -> list[str]:
@@ -293,6 +300,8 @@ def unknown_records(session: Session, task: Task, texts: Sequence[CustomerText])
         _shown_numbers(call.args, known)
     for _table, pk in task.targets:
         _shown_numbers(pk, known)
+    if not named.keys() - known:  # the task gives them all: the episode's results need not be read
+        return []
     for event in session.events:
         if event.ok:
             if event.args:  # the records a successful call named exist; its texts are the agent's own words
