@@ -32,7 +32,9 @@ parameters:
 * an id parameter (``order_id``, ``line_id``, a ``ref`` to a table) takes the
   context's value under its name or under ``<table>_id``; a parameter naming
   the record itself takes its ``id``; an id the context lacks is taken from the
-  most recent records of that kind seen anywhere;
+  records of that kind seen anywhere, those sharing most words and numbers
+  with the instruction first (the older ticket about the same order), then
+  the most recent;
 * an enum takes all its values, those the instruction names first
   (``damaged`` in "arrived damaged"), then those seen in a result;
 * a number takes the context's positive amounts;
@@ -69,8 +71,9 @@ of its context's text the instruction shares, how recent its context is,
 whether a word of the tool's name is one of the instruction's (*cancel*),
 whether the values the instruction names come there in the order of the
 tool's parameters (the zip code, then the phone's last digits), its short
-text arguments (an enum value such as ``urgent``), hashed, and the words of
-its longer texts (which macro a message is), hashed.
+text arguments (an enum value such as ``urgent``), hashed, the words of
+its longer texts (which macro a message is), hashed, and the words of the
+record the call came from (the title of the article it opens), hashed.
 """
 
 from __future__ import annotations
@@ -94,10 +97,12 @@ from mirrorworld.core.tools import Param, ToolSpec
 __all__ = ["PER_TOOL", "ActionMenu", "Features", "Menu", "Seen", "call_args", "menu_calls"]
 
 PER_TOOL = 4
-"""The most candidate calls one tool contributes to a menu (twice as many for a tool with a free-text parameter)."""
+"""The most candidate calls one tool contributes to a menu (twice as many for a tool with a free-text
+parameter, and for a tool that opens one record by its id: ``get_article`` of each article a search listed)."""
 
 _WORDS = re.compile(r"[a-z][a-z0-9'-]+")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_NUMBER = re.compile(r"(?<![\w.])\d{3,12}(?![\w]|[.,]\d)")
 _DIGITS = re.compile(r"(?<![\w.#])\d{3,12}(?!\w|[.,]\d)")
 _MENTION = re.compile(
     r"\b(ticket|order|invoice|sale|quotation|lead|opportunity|article|customer|party)s?\s*"
@@ -156,13 +161,17 @@ class Context:
     text: str = ""
     """Its words, for the overlap feature."""
     overlap: int = -1
-    """How many of its words the instruction shares (computed once)."""
+    """How many of its words and numbers the instruction shares (computed once)."""
     _words: frozenset[str] | None = None
 
     def words(self) -> frozenset[str]:
         if self._words is None:
             self._words = frozenset(_words(self.text))
         return self._words
+
+    def numbers(self) -> frozenset[str]:
+        """The numbers its text writes (``order #886`` in a ticket's body)."""
+        return frozenset(_NUMBER.findall(self.text))
 
 
 @dataclass
@@ -176,12 +185,17 @@ class Seen:
     words: set[str] = field(default_factory=set)
     """Every word shown (for enum values)."""
     instruction_words: set[str] = field(default_factory=set)
+    instruction_numbers: frozenset[str] = frozenset()
+    records: dict[tuple[str, int], Context] = field(default_factory=dict)
+    """``(<kind>_id, id)`` -> the context of that record itself (its latest showing)."""
 
     def start(self, instruction: str) -> None:
         self.instruction = instruction
         self.contexts.clear()
         self.ids.clear()
+        self.records.clear()
         self.instruction_words = _words(instruction)
+        self.instruction_numbers = frozenset(_NUMBER.findall(instruction))
         self.words = set(self.instruction_words)
         fields: dict[str, Any] = {}
         for kind, number in _MENTION.findall(instruction):
@@ -196,6 +210,17 @@ class Seen:
         last = [s for s in _SENTENCE.split(instruction.strip()) if _WORDS.search(s.casefold())][-1:] or [""]
         fields["keywords"] = [w for w in _WORDS.findall(last[0].casefold()) if len(w) >= 5 and w not in _STOP][-4:]
         self.contexts.append(Context(fields, 0, instruction))
+
+    def ranked_ids(self, key: str) -> list[int]:
+        """Ids of one kind, those whose record shares most with the instruction first, then the most recent."""
+        seen = self.ids.get(key) or []
+        order = {v: i for i, v in enumerate(seen)}
+
+        def rank(v: int) -> tuple[int, int]:
+            ctx = self.records.get((key, v))
+            return (-_overlap(ctx, self) if ctx is not None else 0, -order[v])
+
+        return sorted(seen, key=rank)
 
     def _id(self, key: str, value: int) -> None:
         seen = self.ids.setdefault(key, [])
@@ -247,7 +272,10 @@ class Seen:
                         below.setdefault(f"{_singular(k)}_{kk}", vv)
         if scalars:
             text = " ".join(str(v) for v in scalars.values() if isinstance(v, str))
-            self.contexts.append(Context(own, step, text))
+            ctx = Context(own, step, text)
+            self.contexts.append(ctx)
+            if kind and isinstance(scalars.get("id"), int):
+                self.records[(f"{kind}_id", scalars["id"])] = ctx
         for k, v in node.items():
             if isinstance(v, (dict, list)):
                 self._walk(v, below, step, k)
@@ -312,10 +340,9 @@ def _values(param: Param, ctx: Context, seen: Seen, macros: Mapping[str, Sequenc
     if _is_id(param):
         key = _ref_key(param)
         mine = f.get(param.name, f.get(key))
-        recent = list(reversed((seen.ids.get(key) or [])[-4:]))
         if mine is not None and not again:
             return [mine]
-        return [v for v in recent if v != mine][:3]
+        return [v for v in seen.ranked_ids(key) if v != mine][:3]
     own = f.get(param.name)
     if own is not None and not isinstance(own, (dict, list)):
         return [own]
@@ -337,9 +364,9 @@ def _values(param: Param, ctx: Context, seen: Seen, macros: Mapping[str, Sequenc
 
 
 def _overlap(ctx: Context, seen: Seen) -> int:
-    """How many words a context's text shares with the instruction (how much the case is about it)."""
+    """How many words and numbers a context's text shares with the instruction (how much the case is about it)."""
     if ctx.overlap < 0:
-        ctx.overlap = len(ctx.words() & seen.instruction_words)
+        ctx.overlap = len(ctx.words() & seen.instruction_words) + len(ctx.numbers() & seen.instruction_numbers)
     return ctx.overlap
 
 
@@ -382,6 +409,11 @@ def _tool_calls(
                     yield ToolCall(spec.name, args), ctx
 
 
+def _is_read(spec: ToolSpec) -> bool:
+    """A tool that opens one record by its id (``get_article``): one candidate per record shown."""
+    return len(spec.params) == 1 and _is_id(spec.params[0])
+
+
 def menu_calls(
     tools: Sequence[ToolSpec], seen: Seen, macros: Mapping[str, Sequence[str]], slots: int
 ) -> list[tuple[ToolCall, Context]]:
@@ -401,12 +433,13 @@ def menu_calls(
             continue
         keys: set[tuple[Any, ...]] = set()
         mine: list[tuple[ToolCall, Context]] = []
+        cap = PER_TOOL * (2 if any(p.free_text for p in spec.params) or _is_read(spec) else 1)
         for call, ctx in _tool_calls(spec, seen, macros, contexts):
             key = _key(call)
             if key not in keys:
                 keys.add(key)
                 mine.append((call, ctx))
-                if len(mine) >= PER_TOOL * (2 if any(p.free_text for p in spec.params) else 1):
+                if len(mine) >= cap:
                     break
         if mine:
             per_tool.append(mine)
@@ -425,6 +458,8 @@ _VALUE_BUCKETS = 16
 """Hash buckets of a slot's short text arguments (an enum value: ``urgent``, ``damaged``)."""
 _TEXT_BUCKETS = 32
 """Hash buckets of the words of a slot's longer texts (which macro a message is: *refunded* or *can't*)."""
+_CONTEXT_BUCKETS = 32
+"""Hash buckets of the words of the record a slot's call came from (the article titled *Return policy: home*)."""
 
 
 @lru_cache(maxsize=4096)
@@ -446,7 +481,7 @@ class Features:
 
     @property
     def per_slot(self) -> int:
-        return self.n_tools + 9 + _VALUE_BUCKETS + _TEXT_BUCKETS
+        return self.n_tools + 9 + _VALUE_BUCKETS + _TEXT_BUCKETS + _CONTEXT_BUCKETS
 
     @property
     def size(self) -> int:
@@ -600,6 +635,9 @@ class Menu:
                 elif isinstance(a, str):
                     for w in _text_words(a):
                         v[k + 8 + _VALUE_BUCKETS + _bucket(w, _TEXT_BUCKETS)] = 1.0
+            c = k + 8 + _VALUE_BUCKETS + _TEXT_BUCKETS
+            for w in words:
+                v[c + _bucket(w, _CONTEXT_BUCKETS)] = 1.0
         return v
 
 

@@ -3,10 +3,11 @@
 A demonstration plays a train-split task through :class:`~mirrorworld.envs.menu.ActionMenu`
 by picking, at each step, the menu slot that makes the gold solution's next
 call; when the menu does not offer it yet (the gold calls ``issue_refund``
-with a line id it knows, an agent must first open the order), it opens a
-record the instruction names that it has not opened, as an agent reading the
-case would (records the instruction names first, then those the results showed,
-searches last). The last call is the first of the menu's that passes when tried on a
+with a line id it knows, an agent must first open the order), it makes one of
+the menu's reads: the first, tried on a fork of the episode, whose result shows
+the ids and values the gold's next call needs; else the first in the order an
+agent reading the case would take (records the instruction names first, then
+those the results showed, searches last). The last call is the first of the menu's that passes when tried on a
 fork of the episode. Only demonstrations that the verifier passes are kept.
 
 The task's gold and facts are the *labels* of a training example, used on the
@@ -17,6 +18,7 @@ and is measured on the test split.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,8 @@ from mirrorworld.envs.menu import ActionMenu, call_args
 
 __all__ = ["demonstrate"]
 
+_LOOKAHEAD = 16
+"""Reads tried on a fork, at most, per step of a demonstration."""
 _READS = ("get_ticket", "get_order", "get_customer", "search_tickets", "search_articles", "get_article")
 
 
@@ -76,7 +80,7 @@ def demonstrate(env: ActionMenu, task: Task, *, limit: int = 12) -> list[tuple[n
             )
             if not reads:
                 return None
-            pick = reads[0]
+            pick = next((i for i in reads[:_LOOKAHEAD] if _reveals(env, menu[i], want)), reads[0])
         else:
             todo.pop(0)
         opened.add(json.dumps([menu[pick].tool, menu[pick].args], default=str))
@@ -86,6 +90,41 @@ def demonstrate(env: ActionMenu, task: Task, *, limit: int = 12) -> list[tuple[n
             verdict = info.get("verdict") or {}
             return steps if verdict.get("passed") else None
     return None
+
+
+def _reveals(env: ActionMenu, read: Any, want: Any) -> bool:
+    """Whether making ``read`` now (on a fork of the episode) shows every id and short text ``want`` needs.
+
+    An id counts as shown where a record of the result holds it as a value (its
+    ``id`` or an ``*_id`` field), not where its digits merely occur.
+    """
+    ids = {v for v in call_args(want).values() if isinstance(v, int) and not isinstance(v, bool)}
+    texts = [v for v in call_args(want).values() if isinstance(v, str) and len(v) <= 40]
+    if not ids and not texts:
+        return False
+    episode = env.unwrapped.episode  # type: ignore[attr-defined]
+    twin = episode.fork()
+    try:
+        text = twin.step(read.tool, call_args(read)).result.content()
+    finally:
+        twin.close()
+    try:
+        shown = set(_ids_in(json.loads(text)))
+    except ValueError:
+        return False
+    return ids <= shown and all(t in text for t in texts)
+
+
+def _ids_in(node: Any) -> Iterator[int]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if isinstance(v, int) and not isinstance(v, bool) and (k == "id" or k.endswith("_id")):
+                yield v
+            elif isinstance(v, (dict, list)):
+                yield from _ids_in(v)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _ids_in(item)
 
 
 def _passes(env: ActionMenu, tool: str, args: dict[str, Any]) -> bool:
