@@ -14,6 +14,7 @@ EXAMPLES = {
     "cleanrl_ppo.py": ("torch",),
     "sb3_maskable_ppo.py": ("sb3_contrib",),
     "torchrl_rollout.py": ("torchrl",),
+    "trl_grpo.py": ("trl", "transformers", "datasets"),
 }
 
 

@@ -1,8 +1,8 @@
 """The TRL adapter: TRL's own schema extraction, and GRPO training steps on CPU with a tiny random model.
 
-Nothing is downloaded: the tokenizer is a byte-level BPE trained here on the
-world's own text and given the Qwen2.5 chat template TRL ships, and the model
-is a one-layer Qwen2 with random weights. A random model never emits a tool
+Nothing is downloaded: :func:`~mirrorworld.integrations.trl.tiny_model` builds a
+byte-level BPE on the world's own text, with the Qwen2.5 chat template TRL
+ships, and a one-layer Qwen2 with random weights. A random model never emits a tool
 call, so the end-to-end test scripts the policy with a logits processor: in
 each group, the first rollout plays the task's gold solution and the second
 only replies, so the environment's rewards differ (1 and 0) and the update
@@ -26,10 +26,13 @@ pytest.importorskip("transformers")
 trl = pytest.importorskip("trl")
 
 from mirrorworld import make_world  # noqa: E402
-from mirrorworld.integrations.trl import MirrorworldEnvironment, environment_factory, task_rows  # noqa: E402
+from mirrorworld.integrations.trl import (  # noqa: E402
+    MirrorworldEnvironment,
+    environment_factory,
+    task_rows,
+    tiny_model,
+)
 from mirrorworld.server import BackgroundServer, ServerConfig  # noqa: E402
-
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<tool_response>"]
 
 
 def tool_methods(env: MirrorworldEnvironment) -> dict[str, Any]:
@@ -87,30 +90,6 @@ def test_reset_tools_and_reward(where: str, server: BackgroundServer) -> None:
     env._close()
 
 
-def tiny_tokenizer(world: Any) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-    from trl.chat_template_utils import qwen2_5_chat_template
-
-    corpus = [json.dumps(t.openai_schema()) for t in world.tools]
-    corpus += [world.task_for("train", i).instruction for i in range(20)]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=800,
-        special_tokens=[*SPECIAL, "</tool_response>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(corpus, trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
-    )
-    tokenizer.chat_template = qwen2_5_chat_template
-    return tokenizer
-
-
 def scripted(tokenizer: Any, gold: Any) -> Any:
     """A logits processor that makes the model play a script: gold calls for even rows, one reply for odd ones."""
     from transformers import LogitsProcessor
@@ -148,27 +127,13 @@ def scripted(tokenizer: Any, gold: Any) -> Any:
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers: gradient_checkpointing renamed (v6)
 def test_grpo_trains_on_cpu_with_the_environment_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from datasets import Dataset
-    from transformers import LogitsProcessorList, Qwen2Config, Qwen2ForCausalLM
+    from transformers import LogitsProcessorList
     from trl import GRPOConfig, GRPOTrainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     world = make_world("helpdesk")
     task = world.task("update_email", 1)
-    tokenizer = tiny_tokenizer(world)
-    torch.manual_seed(0)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=16384,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=True,
-    )
-    model = Qwen2ForCausalLM(config)
+    model, tokenizer = tiny_model(world)
     model.generate = functools.partial(  # type: ignore[method-assign]
         model.generate, logits_processor=LogitsProcessorList([scripted(tokenizer, task.gold)])
     )

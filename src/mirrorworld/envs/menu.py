@@ -32,16 +32,21 @@ parameters:
 * an id parameter (``order_id``, ``line_id``, a ``ref`` to a table) takes the
   context's value under its name or under ``<table>_id``; a parameter naming
   the record itself takes its ``id``; an id the context lacks is taken from the
+  references of a message from another party (``"#526"``), then from the
   records of that kind seen anywhere, those sharing most words and numbers
   with the instruction first (the older ticket about the same order), then
-  the most recent;
+  the most recent; a second id of a kind the call already has (a merge's
+  target) prefers records sharing most words with the context's (``Re: Setup
+  help`` and ``Setup help``);
 * an enum takes all its values, those the instruction names first
   (``damaged`` in "arrived damaged"), then those seen in a result;
 * a number takes the context's positive amounts;
-* another string takes the context's value under its name, else values of
-  the instruction: its emails for an email, the last words of its last
-  sentence and its email for a search query, its other numbers for anything else
-  (a zip code, a phone's last digits);
+* another string takes the context's value under its name, else the numbers
+  of a message from another party (the code the customer read out), else
+  values of the instruction: its emails for an email, the last words of its
+  last sentence and its email for a search query, its last email and its
+  numbers for a new value, its other numbers for anything else (a zip code, a
+  phone's last digits);
 * a free-text parameter takes the world's **macros** for a parameter of its
   name (``World.menu_macros``: canned texts with ``{field}`` slots, as a
   helpdesk's macros are) whose slots the context fills; ``{best_sentence}`` is the sentence of the
@@ -56,7 +61,9 @@ The instruction's context comes first, then the records of the last result
 instruction (the line of the product the customer names), then the most
 recently seen.
 
-Calls are deduplicated, capped per tool (:data:`PER_TOOL`, the most recent
+A call whose two text parameters would take one value is not made (the
+customer's zip code is not also their phone's last digits). Calls are
+deduplicated, capped per tool (:data:`PER_TOOL`, the most recent
 contexts first) and dealt into the slots one tool at a time, in turns. A call
 the agent already made is not offered again (its result is on its screen).
 
@@ -70,7 +77,8 @@ called before, how many of its values the instruction names and where, how much
 of its context's text the instruction shares, how recent its context is,
 whether a word of the tool's name is one of the instruction's (*cancel*),
 whether the values the instruction names come there in the order of the
-tool's parameters (the zip code, then the phone's last digits), its short
+tool's parameters (the zip code, then the phone's last digits), how much the
+records its ids name share with the instruction (least and most), its short
 text arguments (an enum value such as ``urgent``), hashed, the words of
 its longer texts (which macro a message is), hashed, and the words of the
 record the call came from (the title of the article it opens), hashed.
@@ -103,9 +111,11 @@ parameter, and for a tool that opens one record by its id: ``get_article`` of ea
 _WORDS = re.compile(r"[a-z][a-z0-9'-]+")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NUMBER = re.compile(r"(?<![\w.])\d{3,12}(?![\w]|[.,]\d)")
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+_REFERENCE = re.compile(r"#(\d{1,12})\b")
 _DIGITS = re.compile(r"(?<![\w.#])\d{3,12}(?!\w|[.,]\d)")
 _MENTION = re.compile(
-    r"\b(ticket|order|invoice|sale|quotation|lead|opportunity|article|customer|party)s?\s*"
+    r"\b(ticket|order|invoice|sale|quotation|lead|opportunity|article|customer|party|request|approval|change)s?\s*"
     r"(?:#|no\.?|number|id)?\s*(\d{1,12})\b",
     re.I,
 )
@@ -205,20 +215,26 @@ class Seen:
         emails = _EMAIL.findall(instruction)
         if emails:
             fields["emails"] = emails
+        if len(emails) >= 2:
+            fields["new_email"] = emails[-1]  # "change the email on my account to ..."
         mentioned = {str(n) for _, n in _MENTION.findall(instruction)}
         fields["digits"] = [d for d in _DIGITS.findall(_EMAIL.sub(" ", instruction)) if d not in mentioned]
         last = [s for s in _SENTENCE.split(instruction.strip()) if _WORDS.search(s.casefold())][-1:] or [""]
         fields["keywords"] = [w for w in _WORDS.findall(last[0].casefold()) if len(w) >= 5 and w not in _STOP][-4:]
         self.contexts.append(Context(fields, 0, instruction))
 
-    def ranked_ids(self, key: str) -> list[int]:
-        """Ids of one kind, those whose record shares most with the instruction first, then the most recent."""
+    def ranked_ids(self, key: str, like: Context | None = None) -> list[int]:
+        """Ids of one kind: those whose record shares most words with ``like`` first (a second ticket
+        like the first), then with the instruction, then the most recent."""
         seen = self.ids.get(key) or []
         order = {v: i for i, v in enumerate(seen)}
+        near = like.words() if like is not None else frozenset()
 
-        def rank(v: int) -> tuple[int, int]:
+        def rank(v: int) -> tuple[int, int, int]:
             ctx = self.records.get((key, v))
-            return (-_overlap(ctx, self) if ctx is not None else 0, -order[v])
+            if ctx is None:
+                return (0, 0, -order[v])
+            return (-len(ctx.words() & near), -_overlap(ctx, self), -order[v])
 
         return sorted(seen, key=rank)
 
@@ -228,20 +244,42 @@ class Seen:
             seen.remove(value)
         seen.append(value)
 
-    def add(self, step: int, result: str) -> None:
-        """Read one tool result (JSON text; anything else is only words)."""
+    def add(self, step: int, result: str, *, spoken: bool = False) -> None:
+        """Read one tool result or, ``spoken``, a message from another party (JSON text; else only words).
+
+        What a message's texts say becomes part of its context: a record it
+        names (``"It's order #268."``: ``order_id``), a bare reference
+        (``"#526"``: ``said_ids``) and every number (``"the code is 758268"``:
+        ``numbers``), for the ids and codes the agent types back.
+        """
         self.words |= _words(result[:4000])
         try:
             data = json.loads(result)
         except ValueError:
             return
         if isinstance(data, dict) and "error" not in data:
-            self._walk(data, {}, step, "")
+            self._walk(data, {}, step, "", spoken)
 
-    def _walk(self, node: Any, around: dict[str, Any], step: int, name: str) -> None:
+    def _said(self, own: dict[str, Any], texts: list[str]) -> None:
+        """What a message's texts name: records (``order #268``), bare references (``#526``), numbers."""
+        refs: list[int] = []
+        numbers: list[str] = []
+        for text in texts:
+            for kind, number in _MENTION.findall(text):
+                key = f"{_singular(kind)}_id"
+                own.setdefault(key, int(number))
+                self._id(key, int(number))
+            refs += [int(n) for n in _REFERENCE.findall(text)]
+            numbers += _NUMBER.findall(text)
+        if refs:
+            own["said_ids"] = list(dict.fromkeys(refs))
+        if numbers:
+            own["numbers"] = list(dict.fromkeys(numbers))
+
+    def _walk(self, node: Any, around: dict[str, Any], step: int, name: str, spoken: bool = False) -> None:
         if isinstance(node, list):
             for item in node[:50]:
-                self._walk(item, around, step, name)
+                self._walk(item, around, step, name, spoken)
             return
         if not isinstance(node, dict):
             return
@@ -272,13 +310,15 @@ class Seen:
                         below.setdefault(f"{_singular(k)}_{kk}", vv)
         if scalars:
             text = " ".join(str(v) for v in scalars.values() if isinstance(v, str))
+            if spoken:
+                self._said(own, [v for v in scalars.values() if isinstance(v, str) and not _DATE.match(v)])
             ctx = Context(own, step, text)
             self.contexts.append(ctx)
             if kind and isinstance(scalars.get("id"), int):
                 self.records[(f"{kind}_id", scalars["id"])] = ctx
         for k, v in node.items():
             if isinstance(v, (dict, list)):
-                self._walk(v, below, step, k)
+                self._walk(v, below, step, k, spoken)
 
 
 def _enum_values(param: Param, seen: Seen) -> list[Any]:
@@ -329,8 +369,20 @@ def _is_id(param: Param) -> bool:
     return bool(param.ref) or (param.name.endswith("_id") and param.schema.get("type") == "integer")
 
 
-def _values(param: Param, ctx: Context, seen: Seen, macros: Mapping[str, Sequence[str]], *, again: bool) -> list[Any]:
-    """The values ``param`` may take in context ``ctx`` (``again``: a second parameter of the same kind)."""
+def _values(
+    param: Param,
+    ctx: Context,
+    seen: Seen,
+    macros: Mapping[str, Sequence[str]],
+    *,
+    again: bool,
+    like: Context | None = None,
+) -> list[Any]:
+    """The values ``param`` may take in context ``ctx``.
+
+    ``again``: a second parameter of a kind the call already has, whose ids
+    are ranked by likeness to ``like`` (the record the first one names).
+    """
     f = ctx.fields
     if param.schema.get("enum"):
         return _enum_values(param, seen)
@@ -342,11 +394,15 @@ def _values(param: Param, ctx: Context, seen: Seen, macros: Mapping[str, Sequenc
         mine = f.get(param.name, f.get(key))
         if mine is not None and not again:
             return [mine]
-        return [v for v in seen.ranked_ids(key) if v != mine][:3]
+        said = list(f.get("said_ids", ()))[:2]
+        ranked = seen.ranked_ids(key, (like or ctx) if again else None)
+        return list(dict.fromkeys([*said, *(v for v in ranked if v != mine)]))[:4]
     own = f.get(param.name)
     if own is not None and not isinstance(own, (dict, list)):
         return [own]
     kind = param.schema.get("type")
+    if kind == "string" and f.get("numbers"):
+        return list(f["numbers"])[:2]
     if kind in ("number", "integer"):
         amounts = [
             v
@@ -359,6 +415,8 @@ def _values(param: Param, ctx: Context, seen: Seen, macros: Mapping[str, Sequenc
             return list(f.get("emails", []))
         if "query" in param.name:
             return [*f.get("keywords", [])[-3:], *f.get("emails", [])[:1]]
+        if "value" in param.name:  # a new value the instruction gives (an email, a phone's digits)
+            return [*f.get("emails", [])[-1:], *f.get("digits", [])[:2]]
         return list(f.get("digits", []))[:4]
     return []
 
@@ -377,13 +435,15 @@ def _tool_calls(
     optional = [p for p in spec.params if not p.required and p.schema.get("type") != "boolean"]
     for ctx in contexts:
         choices: list[list[tuple[str, Any]]] = []
-        kinds: list[str] = []
+        kinds: dict[str, Any] = {}
         for p in required:
             key = _ref_key(p) if _is_id(p) else ""
-            values = _values(p, ctx, seen, macros, again=bool(key) and key in kinds)
+            again = bool(key) and key in kinds
+            like = seen.records.get((key, kinds[key])) if again else None
+            values = _values(p, ctx, seen, macros, again=again, like=like)
             if not values:
                 break
-            kinds.append(key)
+            kinds.setdefault(key, values[0])
             choices.append([(p.name, v) for v in values[:6]])
         else:
             extra: dict[str, Any] = {}
@@ -402,6 +462,9 @@ def _tool_calls(
             ranked = sorted(product(*(range(len(c)) for c in choices)), key=sum)
             for ranks in ranked:
                 args = dict(choices[j][r] for j, r in enumerate(ranks))
+                texts = [a for a in args.values() if isinstance(a, str)]
+                if len(set(texts)) < len(texts):  # one value the customer gave does not fill two fields
+                    continue
                 yield ToolCall(spec.name, {**args, **extra}), ctx
                 for name, value in given:
                     yield ToolCall(spec.name, {**args, name: value}), ctx
@@ -467,6 +530,7 @@ def _text_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORDS.findall(text.casefold()) if len(w) >= 4 and not any(c.isdigit() for c in w))
 
 
+@lru_cache(maxsize=65536)
 def _bucket(word: str, n: int) -> int:
     return zlib.crc32(word.encode()) % n
 
@@ -481,7 +545,7 @@ class Features:
 
     @property
     def per_slot(self) -> int:
-        return self.n_tools + 9 + _VALUE_BUCKETS + _TEXT_BUCKETS + _CONTEXT_BUCKETS
+        return self.n_tools + 11 + _VALUE_BUCKETS + _TEXT_BUCKETS + _CONTEXT_BUCKETS
 
     @property
     def size(self) -> int:
@@ -561,7 +625,7 @@ class Menu:
 
     def note(self, text: str) -> None:
         """Something else the agent was shown (a message from another party)."""
-        self.seen.add(self._steps, text)
+        self.seen.add(self._steps, text, spoken=True)
         self._stale = True
 
     def refresh(self, *, over: bool) -> None:
@@ -611,6 +675,10 @@ class Menu:
         instruction = seen.instruction.casefold()
         length = max(len(instruction), 1)
         newest = max((c.seen_at for c in seen.contexts), default=0)
+        by_id: dict[int, list[tuple[str, Context]]] = {}
+        for (key, ident), record in seen.records.items():
+            by_id.setdefault(ident, []).append((key, record))
+        most = max((_overlap(r, seen) for r in seen.records.values()), default=0) or 1
         for i, (call, ctx) in enumerate(self.items):
             o = base + i * lay.per_slot
             v[o] = 1.0
@@ -629,13 +697,23 @@ class Menu:
             v[k + 5] = 1.0 if ctx.seen_at == newest else 0.0
             v[k + 6] = self._tool_words.get(call.tool, 0.0)
             v[k + 7] = 1.0 if len(found) >= 2 and found == sorted(found) else 0.0
+            named = [
+                _overlap(record, seen) / most
+                for name, a in call_args(call).items()
+                if isinstance(a, int) and not isinstance(a, bool)
+                for key, record in by_id.get(a, ())
+                if name.endswith(key)
+            ]
+            if named:  # how much the records the call names are about the case (the merge target's subject)
+                v[k + 8], v[k + 9] = min(named), max(named)
+            t = k + 10
             for a in call_args(call).values():
                 if isinstance(a, str) and len(a) <= 24:
-                    v[k + 8 + _bucket(a.casefold(), _VALUE_BUCKETS)] = 1.0
+                    v[t + _bucket(a.casefold(), _VALUE_BUCKETS)] = 1.0
                 elif isinstance(a, str):
                     for w in _text_words(a):
-                        v[k + 8 + _VALUE_BUCKETS + _bucket(w, _TEXT_BUCKETS)] = 1.0
-            c = k + 8 + _VALUE_BUCKETS + _TEXT_BUCKETS
+                        v[t + _VALUE_BUCKETS + _bucket(w, _TEXT_BUCKETS)] = 1.0
+            c = t + _VALUE_BUCKETS + _TEXT_BUCKETS
             for w in words:
                 v[c + _bucket(w, _CONTEXT_BUCKETS)] = 1.0
         return v

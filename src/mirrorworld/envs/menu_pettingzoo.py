@@ -53,6 +53,7 @@ class MenuParallel(ParallelEnv[str, Any, int]):  # type: ignore[misc]  # Petting
         self.mask_in_observation = mask_in_observation
         world = env.world
         self.metadata = dict(env.metadata)
+        self.render_mode = getattr(env, "render_mode", None)
         self.possible_agents = list(env.possible_agents)
         self.agents: list[str] = []
         specs = world.tools_by_name
@@ -64,6 +65,8 @@ class MenuParallel(ParallelEnv[str, Any, int]):  # type: ignore[misc]  # Petting
             for agent in self.possible_agents
         }
         self._inbox_seen: dict[str, int] = {}
+        self.raw_observations: dict[str, Any] = {}
+        """The wrapped environment's last observations (what a text policy of the seat would read)."""
         self._spaces = {agent: self._observation_space(agent) for agent in self.possible_agents}
         self._actions = {agent: spaces.Discrete(slots + 1) for agent in self.possible_agents}
 
@@ -95,6 +98,7 @@ class MenuParallel(ParallelEnv[str, Any, int]):  # type: ignore[misc]  # Petting
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         obs, infos = self.env.reset(seed=seed, options=options)
+        self.raw_observations = obs
         self.agents = list(self.env.agents)
         self._inbox_seen = {}
         for agent in self.agents:
@@ -120,6 +124,7 @@ class MenuParallel(ParallelEnv[str, Any, int]):  # type: ignore[misc]  # Petting
             else:
                 inner[agent] = None
         obs, rewards, terms, truncs, infos = self.env.step(inner)
+        self.raw_observations = obs
         for agent in acted:
             if agent in obs:
                 self.menus[agent].shown(decode_text(obs[agent]["observation"]["last_result"]))

@@ -36,6 +36,9 @@ publish)::
 Episodes run in-process by default; with ``base_url`` they run on a session
 server (``mirrorworld serve``), each environment holding one session, so the
 trainer's GPUs and the worlds can live on different machines.
+
+:func:`tiny_model` builds a model and tokenizer with nothing downloaded, for
+runs that must work offline on a CPU (a smoke test of a training script).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from mirrorworld.core.world import World
 from mirrorworld.episodes import Episode, EpisodeOptions, select_task
 from mirrorworld.errors import MirrorworldError, WorldError
 
-__all__ = ["MirrorworldEnvironment", "environment_factory", "task_rows"]
+__all__ = ["MirrorworldEnvironment", "environment_factory", "task_rows", "tiny_model"]
 
 PREAMBLE = (
     "You are a support agent. Use the tools to resolve the customer's request, following the support policy "
@@ -313,3 +316,68 @@ def task_rows(
         task = w.task_for(split, i, families)
         rows.append({"prompt": [{"role": "user", "content": preamble}], "task_id": task.id})
     return rows
+
+
+TINY_SPECIAL = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+)
+"""The special tokens of the Qwen2.5 chat template, which :func:`tiny_model`'s tokenizer keeps whole."""
+
+
+def tiny_model(world: str | World = "helpdesk", *, seed: int = 0, registry: Registry | None = None) -> tuple[Any, Any]:
+    """A one-layer Qwen2 with random weights and a tokenizer for it, built here: ``(model, tokenizer)``.
+
+    The tokenizer is a byte-level BPE (800 tokens) trained on the world's tool
+    schemas and a few instructions, with the Qwen2.5 chat template TRL ships
+    (so TRL parses its ``<tool_call>`` blocks as it parses a real Qwen's). The
+    model is untrained: it exercises a training pipeline end to end, it does
+    not solve tasks. Needs ``transformers``, ``tokenizers`` and ``trl``.
+    """
+    import json
+
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    w = (registry or default).get(world) if isinstance(world, str) else world
+    corpus = [json.dumps(t.openai_schema()) for t in w.tools]
+    corpus += [w.task_for("train", i).instruction for i in range(20)]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=800,
+            special_tokens=list(TINY_SPECIAL),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
+    )
+    tokenizer.chat_template = qwen2_5_chat_template
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=16384,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state untouched
+        torch.manual_seed(seed)
+        model = Qwen2ForCausalLM(config)
+    return model, tokenizer

@@ -136,3 +136,89 @@ def _passes(env: ActionMenu, tool: str, args: dict[str, Any]) -> bool:
         return bool(twin.verdict is not None and twin.verdict.passed)
     finally:
         twin.close()
+
+
+def demonstrate_team(
+    env: Any, *, seed: int, limit: int = 24
+) -> dict[str, list[tuple[np.ndarray, np.ndarray, int]]] | None:
+    """Each seat's (features, mask, action) of a passing team demonstration of task ``seed``, or None.
+
+    ``env`` is a :class:`~mirrorworld.envs.menu_pettingzoo.MenuParallel`. Each
+    staff seat follows its share of the gold plan (:class:`~mirrorworld.sim.policies.GoldStaff`,
+    reading the seat's own observations): when its next call is on its menu it
+    takes that slot; when not yet (an id it has not been shown), it makes a read
+    from its menu first, records the instruction or its inbox names first; with
+    nothing to do it waits (action 0).
+    """
+    from mirrorworld.envs.pettingzoo import decode_text, to_role_observation
+    from mirrorworld.run.multiagent import gold_team, make_policies
+    from mirrorworld.sim import RoleContext
+
+    inner = env.env
+    features, infos = env.reset(seed=seed)
+    task = inner.episode.task
+    staff = make_policies(inner.world, gold_team(inner.world))
+    for role in env.agents:
+        staff[role].reset(RoleContext(inner.world, task, role, task.seed))
+    pending: dict[str, Any] = {}
+    opened: dict[str, set[str]] = {a: set() for a in env.agents}
+    steps: dict[str, list[tuple[np.ndarray, np.ndarray, int]]] = {a: [] for a in env.possible_agents}
+    for _ in range(limit):
+        if not env.agents:
+            break
+        actions: dict[str, int] = {}
+        for agent in env.agents:
+            if pending.get(agent) is None:
+                raw = env.raw_observations[agent]
+                pending[agent] = staff[agent].act(to_role_observation(raw, agent, inner.tools(agent)))
+            want = pending[agent]
+            menu = env.menus[agent].calls
+            action = 0
+            if want is not None:
+                spec = inner.world.tools_by_name.get(want.tool)
+                free = frozenset(p.name for p in spec.params if p.free_text) if spec is not None else frozenset()
+                hits = [i for i, c in enumerate(menu) if c.tool == want.tool and _same_args(c, want, free)]
+                hit = max(hits, key=lambda i: _likeness(menu[i], want, free)) if hits else None
+                if hit is not None:
+                    action, pending[agent] = hit + 1, None
+                else:
+                    said = decode_text(env.raw_observations[agent]["observation"]["inbox"]) + task.instruction
+                    reads = sorted(
+                        (
+                            i
+                            for i, c in enumerate(menu)
+                            if c.tool.startswith(("get_", "search_", "list_", "check_"))
+                            and json.dumps([c.tool, c.args], default=str) not in opened[agent]
+                        ),
+                        key=lambda i: (
+                            not any(str(v) in said for v in call_args(menu[i]).values()),
+                            "query" in call_args(menu[i]),
+                            i,
+                        ),
+                    )
+                    if reads:
+                        action = reads[0] + 1
+                        opened[agent].add(json.dumps([menu[reads[0]].tool, menu[reads[0]].args], default=str))
+            steps[agent].append((np.array(features[agent], copy=True), infos[agent]["action_mask"].copy(), action))
+            actions[agent] = action
+        features, _rewards, _terms, _truncs, infos = env.step(actions)
+    verdict = inner.episode.verdict
+    return steps if verdict is not None and verdict.passed else None
+
+
+def _likeness(call: Any, want: Any, free: frozenset[str]) -> float:
+    """How alike a menu call's free texts are to the gold call's (shared words over all words)."""
+    mine, gold = call_args(call), call_args(want)
+    score = 0.0
+    for k in free & set(mine):
+        a, b = set(str(mine[k]).casefold().split()), set(str(gold.get(k, "")).casefold().split())
+        score += len(a & b) / max(len(a | b), 1)
+    return score
+
+
+def _same_args(call: Any, want: Any, free: frozenset[str]) -> bool:
+    """Whether a menu call makes the gold call ``want``: the same arguments, a macro standing in for free text."""
+    mine, gold = call_args(call), call_args(want)
+    return set(mine) == {k for k, v in gold.items() if v is not None} and all(
+        k in free or _same(mine[k], gold[k]) for k in mine
+    )

@@ -41,7 +41,7 @@ from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import AuditHooks, Rule
 from mirrorworld.worlds.helpdesk.world import HelpdeskWorld
-from mirrorworld.worlds.helpdesk_team import claims, guards, views
+from mirrorworld.worlds.helpdesk_team import claims, guards, macros, views
 from mirrorworld.worlds.helpdesk_team.audit import TeamAudit
 from mirrorworld.worlds.helpdesk_team.rules import (
     CUSTOMER,
@@ -186,6 +186,9 @@ class HelpdeskTeamWorld(HelpdeskWorld, Seated):
 
     def customer_texts(self, session: Session) -> list[CustomerText]:
         return claims.customer_texts(session)
+
+    def menu_macros(self) -> Mapping[str, Sequence[str]]:
+        return macros.MACROS
 
     def claim_rules(self) -> Sequence[ClaimRule]:
         return claims.claim_rules(tuple(t.name for t in self.tools if t.kind == "write"))
