@@ -35,7 +35,10 @@ def test_example_runs_at_smoke_size(name: str) -> None:
     assert done.stdout.strip(), "the example printed nothing"
 
 
-ELSEWHERE = {"rllib_team_ppo.py": "tests/test_rllib_smoke.py, in the RLlib environment"}
+ELSEWHERE = {
+    "rllib_team_ppo.py": "tests/test_rllib_smoke.py, in the RLlib environment",
+    "rllib_ppo.py": "tests/test_rllib_smoke.py, in the RLlib environment",
+}
 
 
 def test_every_example_is_tested() -> None:

@@ -250,3 +250,24 @@ def test_what_another_party_said_fills_ids_and_codes_but_dates_do_not() -> None:
     quiet.start("Ticket #801.")
     quiet.add(1, json.dumps({"ticket": {"id": 801, "customer_id": 276, "subject": "code 758268"}}))
     assert not any(c.tool == "verify_code" for c, _ in menu_calls(world.tools, quiet, world.menu_macros(), 400))
+
+
+def test_a_write_that_succeeded_is_not_offered_again_on_the_same_records() -> None:
+    env = ActionMenu(MirrorEnv("helpdesk", split="test", max_steps=10))
+    world = env.unwrapped.world  # type: ignore[attr-defined]
+    task = world.task("refund_damaged", 3)
+    gold = {c.tool: c.args for c in task.gold}
+    env.reset(options={"task": task})
+
+    def take(tool: str, **args: Any) -> None:
+        slot = next(
+            i for i, c in enumerate(env.menu) if c.tool == tool and all(c.args.get(k) == v for k, v in args.items())
+        )
+        env.step(slot)
+
+    take("get_order", order_id=gold["issue_refund"]["order_id"])
+    line = gold["issue_refund"]["line_id"]
+    assert sum(c.tool == "issue_refund" and c.args["line_id"] == line for c in env.menu) > 1
+    take("issue_refund", line_id=line, reason="damaged")
+    assert not any(c.tool == "issue_refund" and c.args["line_id"] == line for c in env.menu)
+    assert any(c.tool == "respond" for c in env.menu)

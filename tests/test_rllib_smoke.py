@@ -82,8 +82,7 @@ def test_the_gold_staff_pass_through_rllib() -> None:
     assert returns == pytest.approx({"tier1": 1.0, "supervisor": 1.0})
 
 
-def test_rllib_trains_the_team_with_multi_agent_ppo() -> None:
-    """The multi-agent PPO example trains (three small iterations) on every seat's action menu."""
+def _run_example(name: str) -> dict:  # type: ignore[type-arg]
     pytest.importorskip("ray.rllib")
     pytest.importorskip("torch")
     import json
@@ -94,7 +93,7 @@ def test_rllib_trains_the_team_with_multi_agent_ppo() -> None:
 
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
-        [sys.executable, str(root / "examples" / "rllib_team_ppo.py"), "--smoke"],
+        [sys.executable, str(root / "examples" / name), "--smoke"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -102,5 +101,18 @@ def test_rllib_trains_the_team_with_multi_agent_ppo() -> None:
         cwd=root,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    curve = json.loads(done.stdout.strip().splitlines()[-1])["team_return"]
-    assert len(curve) == 3
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_rllib_trains_the_team_with_multi_agent_ppo() -> None:
+    """The multi-agent PPO example trains (a warm start, three small iterations) on every seat's action menu."""
+    summary = _run_example("rllib_team_ppo.py")
+    assert len(summary["team_return"]) == 3 and summary["demonstrations"] > 0
+    # an untrained team passes nothing; the cloned and PPO-trained one passes held-out tasks
+    assert summary["untrained"] == 0.0 and summary["trained"] > summary["untrained"], summary
+
+
+def test_rllib_trains_single_agent_ppo_on_the_menu() -> None:
+    """The single-agent example: RLlib's default model on the menu's Box features and Discrete action."""
+    curve = _run_example("rllib_ppo.py")["episode_return"]
+    assert len(curve) == 2

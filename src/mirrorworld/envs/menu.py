@@ -62,8 +62,9 @@ instruction (the line of the product the customer names), then the most
 recently seen.
 
 A call whose two text parameters would take one value is not made (the
-customer's zip code is not also their phone's last digits). Calls are
-deduplicated, capped per tool (:data:`PER_TOOL`, the most recent
+customer's zip code is not also their phone's last digits). A write that
+succeeded is not offered again on the same records with the same parameters.
+Calls are deduplicated, capped per tool (:data:`PER_TOOL`, the most recent
 contexts first) and dealt into the slots one tool at a time, in turns. A call
 the agent already made is not offered again (its result is on its screen).
 
@@ -521,7 +522,7 @@ _VALUE_BUCKETS = 16
 """Hash buckets of a slot's short text arguments (an enum value: ``urgent``, ``damaged``)."""
 _TEXT_BUCKETS = 32
 """Hash buckets of the words of a slot's longer texts (which macro a message is: *refunded* or *can't*)."""
-_CONTEXT_BUCKETS = 32
+_CONTEXT_BUCKETS = 64
 """Hash buckets of the words of the record a slot's call came from (the article titled *Return policy: home*)."""
 
 
@@ -577,6 +578,11 @@ class Menu:
         self._stale = True
         self._tool_words: dict[str, float] = {}
         self._called: set[tuple[Any, ...]] = set()
+        self._done: set[tuple[Any, ...]] = set()
+        self._pending: ToolCall | None = None
+        self._writes = {  # writes that act on records, not messages (asking the customer again is a new question)
+            t.name for t in self.tools if t.kind == "write" and not any(p.free_text and p.required for p in t.params)
+        }
         self._tools_called = np.zeros(len(self.tools), dtype=np.float32)
         self._last = ""
         self._error = ""
@@ -586,6 +592,8 @@ class Menu:
         """A new episode whose instruction (or briefing) is ``instruction``."""
         self.seen.start(instruction)
         self._called.clear()
+        self._done.clear()
+        self._pending = None
         self._stale = True
         self._tools_called[:] = 0
         self._last, self._error, self._steps = "", "", 0
@@ -598,12 +606,17 @@ class Menu:
         """The call in the slot ``action`` names (None: an empty slot or not a slot).
 
         A call once made is not offered again: its result is on the agent's screen.
+        Once a write succeeds, no call of that tool on the same records with the
+        same parameters is offered again (a second refund of the refunded line
+        with another reason): what it did is done. Writes that send a message
+        (a question to the customer) stay on offer.
         """
         slot = _slot(action)
         if not 0 <= slot < len(self.items):
             return None
         call = self.items[slot][0]
         self._called.add(_key(call))
+        self._pending = call
         self._stale = True
         self._tools_called[self._tool_index[call.tool]] = 1.0
         return call
@@ -620,8 +633,11 @@ class Menu:
             except (ValueError, AttributeError, KeyError, TypeError):
                 self._error = "error"
         else:
+            if self._pending is not None and self._pending.tool in self._writes:
+                self._done.add(_target(self._pending))
             self.seen.add(self._steps, result)
             self._stale = True
+        self._pending = None
 
     def note(self, text: str) -> None:
         """Something else the agent was shown (a message from another party)."""
@@ -636,7 +652,7 @@ class Menu:
             self.items = [
                 item
                 for item in menu_calls(self.tools, self.seen, self.macros, self.slots + len(self._called))
-                if _key(item[0]) not in self._called
+                if _key(item[0]) not in self._called and (not self._done or _target(item[0]) not in self._done)
             ][: self.slots]
         self._stale = False
 
@@ -799,6 +815,13 @@ class ActionMenu(gym.Wrapper[np.ndarray, np.int64, dict[str, Any], dict[str, Any
 def call_args(call: ToolCall) -> dict[str, Any]:
     """A menu call's arguments (the menu builds them as a dict; anything else reads as none)."""
     return call.args if isinstance(call.args, dict) else {}
+
+
+def _target(call: ToolCall) -> tuple[Any, ...]:
+    """A call's tool, the ids it names and the names of its other parameters (what a write acts on)."""
+    args = call_args(call)
+    ids = tuple((k, v) for k, v in args.items() if isinstance(v, int) and not isinstance(v, bool) and k.endswith("_id"))
+    return (call.tool, ids, tuple(sorted(k for k in args if not k.endswith("_id"))))
 
 
 def _key(call: ToolCall) -> tuple[Any, ...]:

@@ -361,7 +361,7 @@ def tiny_model(world: str | World = "helpdesk", *, seed: int = 0, registry: Regi
             show_progress=False,
         ),
     )
-    tokenizer = PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
     )
     tokenizer.chat_template = qwen2_5_chat_template
