@@ -40,6 +40,9 @@ _TRIGGER = "CREATE TRIGGER mw_{op}_{t} AFTER {OP} ON {t} BEGIN SELECT mw_log({i}
 POOL_SIZE = 64
 """Most idle connections an image keeps for reuse."""
 
+QUERY_MEMO = 4096
+"""Most distinct pristine-image queries whose answers an image keeps (:meth:`Image.query`)."""
+
 
 def encode_row(row: tuple[Any, ...] | None) -> str:
     """A canonical text form of a row, stable across processes and hash seeds."""
@@ -123,6 +126,7 @@ class Image:
         self._pool_lock = threading.Lock()
         self._select = {t: f"SELECT * FROM {t} WHERE rowid=?" for t in tables}
         self._untracked_keys: dict[str, tuple[RowKey, ...]] = {}
+        self._memo: dict[tuple[str, tuple[Any, ...]], tuple[tuple[Any, ...], ...]] = {}
 
     def _digest(self, conn: sqlite3.Connection) -> str:
         h = hashlib.sha256()
@@ -175,9 +179,22 @@ class Image:
         return {k: self.pristine_row(k) for k in keys}
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Run a read-only query on the pristine image (task generation uses this)."""
-        with self._pristine_lock:
-            return [tuple(r) for r in self._pristine.execute(sql, params)]
+        """Run a read-only query on the pristine image (task generation uses this).
+
+        The image never changes, so an answer is kept (the :data:`QUERY_MEMO`
+        most recent distinct queries): a family scanning a table for its
+        candidates scans it once per image, not once per task. The caller gets
+        its own list.
+        """
+        key = (sql, params)
+        rows = self._memo.get(key)
+        if rows is None:
+            with self._pristine_lock:
+                rows = tuple(tuple(r) for r in self._pristine.execute(sql, params))
+                if len(self._memo) >= QUERY_MEMO:
+                    self._memo.pop(next(iter(self._memo)))
+                self._memo[key] = rows
+        return list(rows)
 
     def select_sql(self, table: str) -> str:
         return self._select[table]
