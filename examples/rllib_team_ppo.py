@@ -129,6 +129,7 @@ def main() -> None:
     parser.add_argument("--demos", type=int, default=300, help="train tasks demonstrated for the warm start")
     parser.add_argument("--bc-epochs", type=int, default=40)
     parser.add_argument("--batch", type=int, default=1024, help="env steps per PPO iteration")
+    parser.add_argument("--lr", type=float, default=5e-5, help="PPO's learning rate (after the warm start)")
     parser.add_argument("--eval", type=int, default=60, help="held-out tasks the greedy team plays, before and after")
     parser.add_argument("--smoke", action="store_true", help="three small iterations, as CI runs it")
     args = parser.parse_args()
@@ -152,7 +153,7 @@ def main() -> None:
             train_batch_size_per_learner=args.batch,
             minibatch_size=128,
             num_epochs=4,
-            lr=5e-5,
+            lr=args.lr,
             gamma=1.0,
             entropy_coeff=0.0,
         )

@@ -28,9 +28,8 @@ from mirrorworld.envs.menu import ActionMenu, call_args
 
 __all__ = ["demonstrate"]
 
-_LOOKAHEAD = 16
+_LOOKAHEAD = 48
 """Reads tried on a fork, at most, per step of a demonstration."""
-_READS = ("get_ticket", "get_order", "get_customer", "search_tickets", "search_articles", "get_article")
 
 
 def _same(value: Any, gold: Any) -> bool:
@@ -45,6 +44,7 @@ def _same(value: Any, gold: Any) -> bool:
 def demonstrate(env: ActionMenu, task: Task, *, limit: int = 12) -> list[tuple[np.ndarray, np.ndarray, int]] | None:
     """(features, mask, slot) of each step of a passing demonstration of ``task``, or None."""
     obs, info = env.reset(options={"task": task})
+    reads_of = {t.name: t.kind == "read" and bool(t.params) for t in env.world.tools}
     todo = list(task.gold)
     opened: set[str] = set()
     steps: list[tuple[np.ndarray, np.ndarray, int]] = []
@@ -70,7 +70,7 @@ def demonstrate(env: ActionMenu, task: Task, *, limit: int = 12) -> list[tuple[n
                 (
                     i
                     for i, call in enumerate(menu)
-                    if call.tool in _READS and json.dumps([call.tool, call.args], default=str) not in opened
+                    if reads_of.get(call.tool) and json.dumps([call.tool, call.args], default=str) not in opened
                 ),
                 key=lambda i: (
                     "query" in call_args(menu[i]),
