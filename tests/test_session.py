@@ -344,3 +344,27 @@ def test_tool_results_are_canonical_ascii_json(helpdesk: HelpdeskWorld, cancel_t
             assert text == json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=True)
             assert json.loads(text) == (result.data if result.ok else {"error": result.error})
         assert json.loads(bad.content())["error"]["code"] == "invalid_arguments"
+
+
+def test_pristine_queries_are_answered_once_and_each_caller_gets_its_own_list() -> None:
+    import sqlite3
+
+    from mirrorworld.core import store
+
+    def build(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+        conn.executemany("INSERT INTO t (v) VALUES (?)", [("a",), ("b",)])
+
+    image = store.Image(build)
+    first = image.query("SELECT id, v FROM t ORDER BY id")
+    first.append((99, "mine"))  # the caller's list, not the kept answer
+    assert image.query("SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "b")]
+    assert image.query("SELECT v FROM t WHERE id=?", (2,)) == [("b",)]
+    # a session's writes never reach the pristine image, so a kept answer stays true
+    conn = image.acquire()
+    conn.execute("INSERT INTO t (v) VALUES ('c')")
+    assert image.query("SELECT COUNT(*) FROM t") == [(2,)]
+    image.release(conn)
+    for i in range(store.QUERY_MEMO + 10):  # the memo is bounded
+        image.query("SELECT ? AS x", (i,))
+    assert len(image._memo) <= store.QUERY_MEMO
