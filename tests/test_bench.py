@@ -23,6 +23,7 @@ from mirrorworld.core.world import World
 FIGURES = {
     "reset_p50_us",
     "reset_p99_us",
+    "fresh_reset_p50_us",
     "session_reset_p50_us",
     "session_reset_p99_us",
     "step_rate",
@@ -35,6 +36,7 @@ FIGURES = {
 }
 TARGETED = {
     "reset_p50_us": 100,
+    "fresh_reset_p50_us": 150,
     "step_rate": 50_000,
     "verify_p50_us": 1000,
     "episode_rate": 500,

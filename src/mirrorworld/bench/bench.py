@@ -8,7 +8,9 @@ a tau-bench-style environment on the same data, and reported with
 times and memory, mirrorworld / baseline for rates):
 
 * **reset** — ``MirrorEnv.reset(seed=i)`` (closes the previous episode, opens a
-  session, applies the task's setup, builds the observation); also the raw
+  session, applies the task's setup, builds the observation) over the run's
+  prepared tasks, and onto tasks never generated before (the task is made in
+  the reset, as when every training episode draws a fresh seed); also the raw
   session reset, ``world.session(task)`` + ``close()``. Baseline: reload the
   JSON data and apply the setup.
 * **step** — ``MirrorEnv.step`` of a read tool (``get_customer`` with JSON
@@ -56,6 +58,9 @@ from mirrorworld.envs.gymnasium import MirrorEnv
 from mirrorworld.verify.verifier import Verifier
 
 __all__ = ["EPISODE_STEPS", "PLANS", "Plan", "format_report", "percentile", "run_bench"]
+
+FRESH_SEEDS = 1 << 24
+"""``MirrorEnv.reset(seed=...)`` indices from here on name tasks the run has not generated."""
 
 EPISODE_STEPS = 10
 """Tool calls per episode in the episodes/s figure (reads fill up to this after the gold calls)."""
@@ -457,6 +462,8 @@ def _bench_reset(run: _Run) -> None:
     w, base, cases, plan, k = run.world, run.base, run.cases, run.plan, run.k
     env = MirrorEnv(w)
     gym_reset = _timed(lambda i: env.reset(seed=i % k), plan.resets, warmup=2 * k)
+    # What training pays: every episode a task never generated before (its family's scans included).
+    fresh_reset = _timed(lambda i: env.reset(seed=FRESH_SEEDS + i), plan.resets)
     env.close()
 
     def session_reset(i: int) -> None:
@@ -470,7 +477,7 @@ def _bench_reset(run: _Run) -> None:
 
     b_reset = _timed(base_reset, plan.baseline_resets, warmup=2)
     state.clear()
-    g, s, b = _us(gym_reset), _us(sess_reset), _us(b_reset)
+    g, s, b, f = _us(gym_reset), _us(sess_reset), _us(b_reset), _us(fresh_reset)
     figures = run.figures
     figures["reset_p50_us"] = _figure(
         "reset p50 (MirrorEnv.reset)",
@@ -483,6 +490,15 @@ def _bench_reset(run: _Run) -> None:
     )
     figures["reset_p99_us"] = _figure(
         "reset p99 (MirrorEnv.reset)", percentile(g, 99), percentile(b, 99), "µs", "lower"
+    )
+    figures["fresh_reset_p50_us"] = _figure(
+        "reset onto a never-seen task p50 (MirrorEnv.reset)",
+        percentile(f, 50),
+        percentile(b, 50),
+        "µs",
+        "lower",
+        150,
+        "the task generated in the reset; baseline: its reset of a task made beforehand",
     )
     figures["session_reset_p50_us"] = _figure(
         "session reset p50 (world.session + close)",
