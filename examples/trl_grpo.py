@@ -22,7 +22,6 @@ that exercises the pipeline end to end and scores 0.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import re
@@ -49,22 +48,15 @@ def load(name: str, world: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def tools_of(env: Any) -> dict[str, Any]:
-    """The environment's tools as TRL lists them: its public methods but ``reset`` and ``get_reward``."""
-    return {
-        n: getattr(env, n)
-        for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
-        if n not in ("reset", "get_reward") and not n.startswith("_")
-    }
-
-
 def play(model: Any, tokenizer: Any, env: Any, row: dict[str, Any], *, turns: int, new_tokens: int) -> float:
     """One greedy episode of ``row``'s task, the model calling tools as in a GRPO rollout; the verifier's score."""
     import torch
 
     instruction = env.reset(**row)
     messages: list[dict[str, Any]] = [{"role": "user", "content": row["prompt"][-1]["content"] + instruction}]
-    tools = tools_of(env)
+    from mirrorworld.integrations.trl import tool_methods
+
+    tools = tool_methods(env)
     for _ in range(turns):
         text = tokenizer.apply_chat_template(
             messages, tools=list(tools.values()), add_generation_prompt=True, tokenize=False

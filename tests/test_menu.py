@@ -271,3 +271,32 @@ def test_a_write_that_succeeded_is_not_offered_again_on_the_same_records() -> No
     take("issue_refund", line_id=line, reason="damaged")
     assert not any(c.tool == "issue_refund" and c.args["line_id"] == line for c in env.menu)
     assert any(c.tool == "respond" for c in env.menu)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        '{"body": "#99999999999999999999 order #1234567890123 code 0000000000000"}',
+        '{"body": ["#5", {"body": "ticket 7"}], "from": true, "at": "2026-01-01"}',
+        '[1, 2, "#3"]',
+        '"#526"',
+        "not json at all #526",
+        '{"error": {"code": "x"}, "body": "#526"}',
+        '{"body": "' + "#1 " * 5000 + '"}',
+    ],
+)
+def test_whatever_another_party_sends_the_menu_stays_well_formed(said: str) -> None:
+    from mirrorworld.core.registry import default
+    from mirrorworld.envs.menu import Menu
+
+    world = default.get("helpdesk_team")
+    menu = Menu(world.tools, world.menu_macros(), 48, 12)
+    menu.start('Live chat (ticket #801). Customer: "Hi (ann@x.example), my order is broken."')
+    menu.note(said)
+    menu.refresh(over=False)
+    features = menu.features()
+    assert features.shape == (menu.layout.size,) and np.isfinite(features).all()
+    assert len(menu.calls) <= 48 and menu.mask().any()
+    for call in menu.calls:
+        json.dumps(call.args)  # every argument is plain JSON
+        assert all(not isinstance(v, int) or abs(v) < 10**12 for v in call.args.values())

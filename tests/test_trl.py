@@ -12,7 +12,6 @@ has a signal.
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,21 +26,12 @@ trl = pytest.importorskip("trl")
 
 from mirrorworld import make_world  # noqa: E402
 from mirrorworld.integrations.trl import (  # noqa: E402
-    MirrorworldEnvironment,
     environment_factory,
     task_rows,
     tiny_model,
+    tool_methods,
 )
 from mirrorworld.server import BackgroundServer, ServerConfig  # noqa: E402
-
-
-def tool_methods(env: MirrorworldEnvironment) -> dict[str, Any]:
-    """The tools TRL would expose: every public method but reset and get_reward (as GRPOTrainer lists them)."""
-    return {
-        name: getattr(env, name)
-        for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    }
 
 
 def test_every_tool_is_a_typed_documented_method_transformers_can_describe() -> None:

@@ -55,7 +55,7 @@ from mirrorworld.core.world import World
 from mirrorworld.episodes import Episode, EpisodeOptions, select_task
 from mirrorworld.errors import MirrorworldError, WorldError
 
-__all__ = ["MirrorworldEnvironment", "environment_factory", "task_rows", "tiny_model"]
+__all__ = ["MirrorworldEnvironment", "environment_factory", "task_rows", "tiny_model", "tool_methods"]
 
 PREAMBLE = (
     "You are a support agent. Use the tools to resolve the customer's request, following the support policy "
@@ -316,6 +316,17 @@ def task_rows(
         task = w.task_for(split, i, families)
         rows.append({"prompt": [{"role": "user", "content": preamble}], "task_id": task.id})
     return rows
+
+
+def tool_methods(env: MirrorworldEnvironment) -> dict[str, Any]:
+    """The tools TRL exposes to the model, by name: every public method but ``reset`` and ``get_reward``
+    (as ``GRPOTrainer`` lists them), bound to ``env``. A script that plays the model outside the
+    trainer (an evaluation) calls these."""
+    return {
+        name: getattr(env, name)
+        for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        if name not in _RESERVED and not name.startswith("_")
+    }
 
 
 TINY_SPECIAL = (
