@@ -30,14 +30,14 @@ import contextlib
 import functools
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from mirrorworld.core import state as _state
 from mirrorworld.core.codec import MAX_ARGS_CHARS, encode, jsonable, parse_args
-from mirrorworld.core.state import RowChange
+from mirrorworld.core.state import Row, RowChange
 from mirrorworld.core.store import Clone, RowKey
 from mirrorworld.core.tools import ToolKind, ToolSpec
 from mirrorworld.errors import SessionClosedError, ToolError, WorldError
@@ -126,7 +126,9 @@ class ToolContext:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.db = session._conn
+        conn = session._conn
+        assert conn is not None, "a tool runs on an attached session"
+        self.db: sqlite3.Connection = conn
         self._reader = session._cursor
         self._violations: list[Violation] = []
 
@@ -177,12 +179,12 @@ class ToolContext:
 class Session:
     """One isolated episode. Create with ``World.session(task)``."""
 
-    def __init__(self, world: World, image: Image, task: Task | None, *, _conn: Clone | None = None) -> None:
+    def __init__(
+        self, world: World, image: Image, task: Task | None, *, _overlay: dict[RowKey, Row | None] | None = None
+    ) -> None:
         self.world = world
         self.image = image
         self.task = task
-        self._reusable = _conn is None
-        self._conn = image.acquire() if _conn is None else _conn
         self._closed = False
         self.events: list[Event] = []
         self.steps = 0
@@ -198,23 +200,105 @@ class Session:
         self.clock = ""
         self._clock_synced = True
         """Whether the ``sim_clock`` row holds ``clock`` (it is written when the database is looked at)."""
-        self._written = self._conn.written
-        self._cursor = self._conn.reader
         self._touched: set[RowKey] = set()
-        if _conn is None:
+        self._conn: Clone | None = None
+        self._overlay = _overlay
+        """While parked: every row that may differ from the image, as it is (None: the task's setup alone)."""
+        self._pins = 0
+        self._sticky = False
+        self._used = 0
+        self._changed = _overlay is not None
+        """Whether the state may differ from the task's initial state (a write, raw access, a fork)."""
+        with image.lock:
+            self._pins = 1
             try:
-                if task is None:
-                    self.clock = self._read_clock()
-                else:
-                    world.apply_setup(self._conn, task)
+                self._attach()
+                if task is not None and _overlay is None:
                     prep = world.prepared(task)
                     if prep.clock is None:
                         prep.clock = self._read_clock()
                     self.clock = prep.clock
+                elif _overlay is None:
+                    self.clock = self._read_clock()
             except BaseException:
-                self.image.release(self._conn, reusable=False)
+                if self._conn is not None:
+                    image.vacate(self, self._conn, reusable=False)
+                    self._conn = None
                 self._closed = True
                 raise
+            finally:
+                self._pins = 0
+                self._used = next(image.clock)
+
+    # -- residency: a session holds a clone of the image while it is used ---
+
+    def _attach(self) -> None:
+        """Take a clone from the image and bring it to this session's state (caller holds the image's lock)."""
+        conn = self.image.lend(self)
+        try:
+            overlay = self._overlay
+            if overlay is None:
+                if self.task is not None:
+                    self.world.apply_setup(conn, self.task)
+            else:
+                _state.replay(conn, self.image, overlay)
+        except BaseException:
+            self.image.vacate(self, conn, reusable=False)
+            raise
+        self._conn = conn
+        self._written = conn.written
+        self._cursor = conn.reader
+        self._overlay = None
+        changed = self._changed
+        self._absorb()  # the rows just brought back are this session's state, not new writes
+        self._changed = changed
+
+    def _park(self) -> Clone:
+        """Keep what this episode wrote, give the clone up rolled back (see :class:`~mirrorworld.core.store.Tenant`)."""
+        conn = self._conn
+        assert conn is not None
+        self._settle()
+        if self._changed:
+            self._overlay = _state.rows_now(self, conn)
+        self._conn = None
+        conn.execute("ROLLBACK")
+        return conn
+
+    @contextlib.contextmanager
+    def borrow(self) -> Iterator[sqlite3.Connection]:
+        """The session's connection for the block, for graders (not for agents).
+
+        Unlike :attr:`db`, the session may park again after the block: use
+        this in code that runs on every step. Rows written through it count
+        as touched, and as written by no call.
+        """
+        with self._hold() as conn:
+            self._settle()
+            yield conn
+
+    @contextlib.contextmanager
+    def _hold(self) -> Iterator[Clone]:
+        """The session's clone, attached if it was parked and kept in place for the block."""
+        self._check_open()
+        image = self.image
+        with image.lock:
+            self._pins += 1
+            if self._conn is None:
+                try:
+                    self._attach()
+                except BaseException:
+                    self._pins -= 1
+                    raise
+        try:
+            yield self._conn  # type: ignore[misc]
+        finally:
+            self._pins -= 1
+            self._used = next(image.clock)
+
+    @property
+    def resident(self) -> bool:
+        """Whether the session holds a clone of the image now (a parked one gets one back when used)."""
+        return self._conn is not None
 
     # -- stepping -----------------------------------------------------------
 
@@ -246,9 +330,23 @@ class Session:
             kwargs = spec.validate(parsed)
         except ToolError as err:
             return self._fail(step, name, spec.kind, None, err)
-        if spec.kind == "read":
-            return self._run_read(step, spec, kwargs)
-        return self._run_write(step, spec, kwargs)
+        image = self.image
+        with image.lock:
+            self._sticky = False  # a connection taken from ``db`` is good until the next call
+            self._pins += 1
+            if self._conn is None:
+                try:
+                    self._attach()
+                except BaseException:
+                    self._pins -= 1
+                    raise
+        try:
+            if spec.kind == "read":
+                return self._run_read(step, spec, kwargs)
+            return self._run_write(step, spec, kwargs)
+        finally:
+            self._pins -= 1
+            self._used = next(image.clock)
 
     def _run_read(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
         ctx = ToolContext(self)
@@ -287,6 +385,7 @@ class Session:
             rows = self._absorb()
             self.clock = _tick(self.clock)
             self._clock_synced = False
+            self._changed = True
         self.events.append(
             Event(
                 step, spec.name, spec.kind, jsonable(kwargs), True, None, rows, tuple(ctx._violations), self.role, data
@@ -312,6 +411,7 @@ class Session:
             rows = tuple(sorted({(names[i], pk) for i, pk in written}))
         written.clear()
         self._touched.update(rows)
+        self._changed = True
         return rows
 
     def _fail(
@@ -332,6 +432,7 @@ class Session:
     # -- clock --------------------------------------------------------------
 
     def _read_clock(self) -> str:
+        assert self._conn is not None
         row = self._conn.execute("SELECT now FROM sim_clock WHERE id=1").fetchone()
         if row is None:
             raise WorldError("world image has no sim_clock row")
@@ -339,8 +440,10 @@ class Session:
 
     def _settle(self) -> None:
         """Bring the bookkeeping up to date before the database is looked at from outside a call."""
+        if self._conn is None:  # parked: the overlay is up to date
+            return
         if self._written:
-            self._absorb()
+            self._absorb()  # rows written through ``db`` or ``borrow``
         if not self._clock_synced:
             self._conn.execute("UPDATE sim_clock SET now=? WHERE id=1", (self.clock,))
             self._clock_synced = True
@@ -352,10 +455,14 @@ class Session:
         """The session's connection, for graders and tests (not for agents).
 
         Rows written through it count as touched, and as written by no call.
+        The connection stays the session's until its next call or its close
+        (then it may be lent to another session of the image): code that runs
+        on every step should use :meth:`borrow` instead.
         """
-        self._check_open()
-        self._settle()
-        return self._conn
+        with self._hold() as conn:
+            self._sticky = True
+            self._settle()
+        return conn
 
     def touched(self) -> list[RowKey]:
         """Every row of the world's tables written since the pristine image, setup included.
@@ -363,11 +470,15 @@ class Session:
         (A row written through ``db`` inside a savepoint that was rolled back
         stays listed: that only costs a comparison.)
         """
-        self._settle()
+        if self._conn is not None:
+            with self._hold():
+                self._settle()
         return sorted(self._touched)
 
     def _snapshot_touched(self) -> dict[RowKey, tuple[Any, ...] | None]:
-        return {k: _state.row(self, k) for k in self.touched()}
+        with self._hold() as conn:
+            self._settle()
+            return {k: _state.row_in(conn, self.image, k) for k in sorted(self._touched)}
 
     @property
     def _initial(self) -> dict[RowKey, tuple[Any, ...] | None]:
@@ -419,6 +530,7 @@ class Session:
         if self.clock != parent.clock:
             self.clock = parent.clock
             self._clock_synced = False
+            self._changed = True
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -433,19 +545,18 @@ class Session:
     def close(self) -> None:
         """Discard the episode; the connection returns to the image's pool."""
         if not self._closed:
-            self._closed = True
-            self.image.release(self._conn, reusable=self._reusable)
+            with self.image.lock:
+                self._closed = True
+                self._overlay = None
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    self.image.vacate(self, conn)
 
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
-            with contextlib.suppress(Exception):  # interpreter shutdown
-                self._conn.close()
 
 
 @functools.lru_cache(maxsize=4096)

@@ -29,6 +29,7 @@ change the session they are given.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,8 +74,13 @@ class RowChange:
 
 def state_keys(session: Session) -> list[RowKey]:
     """The touched rows plus every row of the untracked tables (the clock): all that may differ, sorted."""
-    keys = set(session.touched())
-    conn = session._conn
+    with session._hold() as conn:
+        return _keys(session, conn)
+
+
+def _keys(session: Session, conn: sqlite3.Connection) -> list[RowKey]:
+    session._settle()
+    keys = set(session._touched)
     image = session.image
     for table in image.untracked:
         keys.update((table, int(r[0])) for r in conn.execute(f"SELECT rowid FROM {table}"))
@@ -84,34 +90,43 @@ def state_keys(session: Session) -> list[RowKey]:
 
 def row(session: Session, key: RowKey) -> Row | None:
     """Row ``key`` as it is in the session now (``None``: absent)."""
-    found = session._conn.execute(session.image.select_sql(key[0]), (key[1],)).fetchone()
+    with session._hold() as conn:
+        return row_in(conn, session.image, key)
+
+
+def row_in(conn: sqlite3.Connection, image: Image, key: RowKey) -> Row | None:
+    """Row ``key`` as it is in ``conn``, a clone of ``image``."""
+    found = conn.execute(image.select_sql(key[0]), (key[1],)).fetchone()
     return tuple(found) if found is not None else None
+
+
+def rows_now(session: Session, conn: sqlite3.Connection) -> dict[RowKey, Row | None]:
+    """Every row that may differ from the image (:func:`state_keys`), as it is in the session's ``conn``."""
+    image = session.image
+    return {key: row_in(conn, image, key) for key in _keys(session, conn)}
 
 
 def state_hash(session: Session) -> str:
     """A canonical hash of the whole state, equal for equal states (see the module docstring)."""
-    session._check_open()
     image = session.image
     h = hashlib.sha256(image.digest.encode())
-    for key in state_keys(session):
-        now = row(session, key)
-        if now != image.pristine_row(key):
-            h.update(f"{key[0]}|{key[1]}|{encode_row(now)}\n".encode())
+    with session._hold() as conn:
+        for key, now in rows_now(session, conn).items():
+            if now != image.pristine_row(key):
+                h.update(f"{key[0]}|{key[1]}|{encode_row(now)}\n".encode())
     return h.hexdigest()
 
 
 def changes(session: Session) -> list[RowChange]:
     """Rows that differ from the task's initial state (after setup), in key order."""
-    session._check_open()
-    keys = state_keys(session)
     initial = session._initial
     image = session.image
     out = []
-    for key in keys:
-        before = initial[key] if key in initial else image.pristine_row(key)
-        after = row(session, key)
-        if before != after:
-            out.append(_change(image, key, before, after))
+    with session._hold() as conn:
+        for key, after in rows_now(session, conn).items():
+            before = initial[key] if key in initial else image.pristine_row(key)
+            if before != after:
+                out.append(_change(image, key, before, after))
     return out
 
 
@@ -125,11 +140,13 @@ def diff(a: Session, b: Session) -> list[RowChange]:
     b._check_open()
     if b.image is not a.image:
         raise WorldError("diff needs two sessions of the same world image")
+    image = a.image
     out = []
-    for key in sorted(set(state_keys(a)) | set(state_keys(b))):
-        before, after = row(a, key), row(b, key)
-        if before != after:
-            out.append(_change(a.image, key, before, after))
+    with a._hold() as ca, b._hold() as cb:
+        for key in sorted(set(_keys(a, ca)) | set(_keys(b, cb))):
+            before, after = row_in(ca, image, key), row_in(cb, image, key)
+            if before != after:
+                out.append(_change(image, key, before, after))
     return out
 
 
@@ -143,26 +160,30 @@ def _change(image: Image, key: RowKey, before: Row | None, after: Row | None) ->
     )
 
 
+def replay(conn: sqlite3.Connection, image: Image, rows: dict[RowKey, Row | None]) -> None:
+    """Write ``rows`` (as :func:`rows_now` gives them) onto ``conn``, a pristine clone of ``image``.
+
+    One statement per row (an update in place, else an insert under the same
+    rowid, so no delete action of the schema fires); foreign keys are checked
+    once the whole set is in, since rows come in key order, not in the order
+    their references need.
+    """
+    conn.execute("PRAGMA defer_foreign_keys=ON")
+    for (table, pk), values in rows.items():
+        if values is None:
+            conn.execute(f"DELETE FROM {table} WHERE rowid=?", (pk,))
+            continue
+        update, insert = image.replay_sql(table)
+        if conn.execute(update, (*values, pk)).rowcount == 0:
+            conn.execute(insert, (pk, *values))
+    conn.execute("PRAGMA defer_foreign_keys=OFF")
+
+
 def fork(session: Session) -> Session:
     """An independent copy of ``session``, mid-episode, events included (see the module docstring)."""
-    session._check_open()
-    image = session.image
-    conn = image.acquire()
-    try:
-        conn.execute("PRAGMA defer_foreign_keys=ON")
-        for table, pk in state_keys(session):
-            values = row(session, (table, pk))
-            if values is None:
-                conn.execute(f"DELETE FROM {table} WHERE rowid=?", (pk,))
-            else:
-                cols = image.columns[table]
-                conn.execute(
-                    f"INSERT OR REPLACE INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", values
-                )
-    except BaseException:
-        image.release(conn, reusable=False)
-        raise
-    twin = type(session)(session.world, image, session.task, _conn=conn)
+    with session._hold() as conn:
+        rows = rows_now(session, conn)
+    twin = type(session)(session.world, session.image, session.task, _overlay=rows)
     twin.continue_from(session)
     twin._initial_rows = session._initial
     twin._touched = set(session._touched)

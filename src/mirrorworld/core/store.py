@@ -22,15 +22,18 @@ difference.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from mirrorworld.errors import WorldError
 
-__all__ = ["Clone", "Image", "RowKey", "connect_image", "encode_row"]
+__all__ = ["Clone", "Image", "RowKey", "Tenant", "connect_image", "encode_row"]
 
 RowKey = tuple[str, int]
 """A row's identity: ``(table, rowid)``."""
@@ -39,6 +42,12 @@ _TRIGGER = "CREATE TRIGGER mw_{op}_{t} AFTER {OP} ON {t} BEGIN SELECT mw_log({i}
 
 POOL_SIZE = 64
 """Most idle connections an image keeps for reuse."""
+
+RESIDENT_BYTES = int(os.environ.get("MIRRORWORLD_RESIDENT_MB", "256")) << 20
+"""Memory the clones lent to sessions of one image may hold together (``MIRRORWORLD_RESIDENT_MB``)."""
+
+MIN_RESIDENT, MAX_RESIDENT = 2, 256
+"""Bounds on how many sessions of one image hold a clone at once, whatever the image's size."""
 
 QUERY_MEMO = 4096
 """Most distinct pristine-image queries whose answers an image keeps (:meth:`Image.query`)."""
@@ -60,6 +69,24 @@ class Clone(sqlite3.Connection):
     written: list[tuple[int, int]]
     reader: sqlite3.Cursor
     """A cursor kept for queries whose rows are fetched at once (saves making one per query)."""
+
+
+class Tenant(Protocol):
+    """What an image asks of a session it lends a clone to (see :meth:`Image.lend`).
+
+    ``_pins`` counts the operations using the clone now and ``_sticky`` says a
+    caller holds the raw connection (``Session.db``): either keeps the clone
+    where it is. ``_used`` orders tenants by their last use. ``_park`` is
+    called under the image's lock on a tenant neither pinned nor sticky: it
+    keeps what its episode wrote, rolls the clone back to pristine, gives it
+    up and returns it.
+    """
+
+    _pins: int
+    _sticky: bool
+    _used: int
+
+    def _park(self) -> Clone: ...
 
 
 def connect_image(data: bytes) -> Clone:
@@ -84,6 +111,16 @@ class Image:
     ``build`` receives an empty connection and must create and fill the world's
     tables; the image then adds change tracking (to every table not named in
     ``untracked``) and freezes the result.
+
+    Clones are lent to sessions (:meth:`lend`), at most :attr:`resident_limit`
+    at once: :data:`RESIDENT_BYTES` worth of copies of this image, within
+    :data:`MIN_RESIDENT` and :data:`MAX_RESIDENT`. A session beyond that limit
+    takes the clone of the session used least recently that nothing is using
+    now, which parks: it keeps the rows its episode wrote (its overlay) and
+    gets a clone back, with the overlay replayed, when it is next used. So the
+    memory of a live session is a fixed share of the resident clones plus what
+    it wrote, however large the image; when every resident session is in use,
+    the image opens a clone beyond the limit rather than wait.
     """
 
     def __init__(self, build: Callable[[sqlite3.Connection], None], *, untracked: Iterable[str] = ()) -> None:
@@ -124,7 +161,15 @@ class Image:
         self._pristine_lock = threading.Lock()
         self._pool: list[Clone] = []
         self._pool_lock = threading.Lock()
+        self._tenants: dict[int, tuple[weakref.ref[Tenant], Clone]] = {}
+        self.resident_limit: int = max(MIN_RESIDENT, min(MAX_RESIDENT, RESIDENT_BYTES // max(1, len(self.data))))
+        """Most sessions that hold a clone at once (beyond it, the least recently used parks)."""
+        self.lock = self._pool_lock
+        """Held while clones change hands: a session pins itself under it (see :class:`Tenant`)."""
+        self.clock = itertools.count()
+        """Ticks of use, shared by this image's sessions (``Tenant._used``)."""
         self._select = {t: f"SELECT * FROM {t} WHERE rowid=?" for t in tables}
+        self._replay: dict[str, tuple[str, str]] = {}
         self._untracked_keys: dict[str, tuple[RowKey, ...]] = {}
         self._memo: dict[tuple[str, tuple[Any, ...]], tuple[tuple[Any, ...], ...]] = {}
 
@@ -150,6 +195,55 @@ class Image:
         conn.execute("BEGIN")
         conn.written.clear()
         return conn
+
+    def lend(self, tenant: Tenant) -> Clone:
+        """A clone for ``tenant``, in pristine state with an episode transaction open.
+
+        Takes an idle clone, else, at :attr:`resident_limit`, the clone of the
+        least recently used tenant that is neither pinned nor sticky (which
+        parks), else a new one. The caller must hold :attr:`lock` and pin the
+        tenant before releasing it.
+        """
+        conn = self._pool.pop() if self._pool else None
+        if conn is None and len(self._tenants) >= self.resident_limit:
+            conn = self._evict()
+        if conn is None:
+            conn = connect_image(self.data)
+        elif conn.in_transaction:  # the clone of a tenant that is gone
+            conn.execute("ROLLBACK")
+        conn.execute("BEGIN")
+        conn.written.clear()
+        self._tenants[id(tenant)] = (weakref.ref(tenant), conn)
+        return conn
+
+    def _evict(self) -> Clone | None:
+        """The clone of the tenant to park (or of one that is gone), taken from it; None if all are busy."""
+        victim: Tenant | None = None
+        for key, (ref, conn) in list(self._tenants.items()):
+            t = ref()
+            if t is None:  # dropped without being closed: its clone is free
+                del self._tenants[key]
+                return conn
+            if t._pins == 0 and not t._sticky and (victim is None or t._used < victim._used):
+                victim = t
+        if victim is None:
+            return None
+        del self._tenants[id(victim)]
+        return victim._park()
+
+    def vacate(self, tenant: Tenant, conn: Clone, *, reusable: bool = True) -> None:
+        """``tenant`` gives its clone back (it closes, or cannot trust the clone); caller holds :attr:`lock`."""
+        self._tenants.pop(id(tenant), None)
+        if reusable and conn.in_transaction and len(self._pool) < POOL_SIZE:
+            conn.execute("ROLLBACK")
+            self._pool.append(conn)
+        else:
+            conn.close()
+
+    @property
+    def resident(self) -> int:
+        """How many sessions hold a clone now."""
+        return len(self._tenants)
 
     def release(self, conn: Clone, *, reusable: bool = True) -> None:
         """Roll an episode away and keep the connection for the next one."""
@@ -198,3 +292,14 @@ class Image:
 
     def select_sql(self, table: str) -> str:
         return self._select[table]
+
+    def replay_sql(self, table: str) -> tuple[str, str]:
+        """Statements writing a whole row of ``table``: update ``(*values, rowid)``, insert ``(rowid, *values)``."""
+        sql = self._replay.get(table)
+        if sql is None:
+            cols = self.columns[table]
+            sql = self._replay[table] = (
+                f"UPDATE {table} SET {','.join(f'{c}=?' for c in cols)} WHERE rowid=?",
+                f"INSERT INTO {table} (rowid,{','.join(cols)}) VALUES ({','.join('?' * (len(cols) + 1))})",
+            )
+        return sql

@@ -94,8 +94,9 @@ class ProcessReward:
         """Mark the targets that own any of ``rows`` (written by a committed call) as acted on."""
         s = self.session
         image, world = s.image, s.world
-        for table, pk in rows:
-            found = s.db.execute(image.select_sql(table), (pk,)).fetchone()
+        with s.borrow() as db:
+            found_rows = [(table, db.execute(image.select_sql(table), (pk,)).fetchone()) for table, pk in rows]
+        for table, found in found_rows:
             if found is None:
                 continue
             owner = world.owner(table, dict(zip(image.columns[table], found, strict=True)))

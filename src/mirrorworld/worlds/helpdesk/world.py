@@ -154,24 +154,24 @@ class HelpdeskWorld(World):
             return ()
         tools = {c.tool for c in task.gold}
         marks: list[bool] = []
-        db = session.db
-        if "verify_identity" in tools and task.customer_id is not None:
-            row = db.execute(
-                "SELECT 1 FROM identity_checks WHERE customer_id=? AND passed=1 LIMIT 1", (task.customer_id,)
-            ).fetchone()
-            marks.append(row is not None)
-        if "request_approval" in tools:
-            orders = [ident for kind, ident in task.targets if kind == "order"]
-            row = (
-                db.execute(
-                    f"SELECT 1 FROM approvals WHERE status='approved' AND order_id IN ({','.join('?' * len(orders))}) "
-                    "LIMIT 1",
-                    orders,
+        with session.borrow() as db:
+            if "verify_identity" in tools and task.customer_id is not None:
+                row = db.execute(
+                    "SELECT 1 FROM identity_checks WHERE customer_id=? AND passed=1 LIMIT 1", (task.customer_id,)
                 ).fetchone()
-                if orders
-                else None
-            )
-            marks.append(row is not None)
+                marks.append(row is not None)
+            if "request_approval" in tools:
+                orders = [ident for kind, ident in task.targets if kind == "order"]
+                row = (
+                    db.execute(
+                        "SELECT 1 FROM approvals WHERE status='approved' "
+                        f"AND order_id IN ({','.join('?' * len(orders))}) LIMIT 1",
+                        orders,
+                    ).fetchone()
+                    if orders
+                    else None
+                )
+                marks.append(row is not None)
         return tuple(marks)
 
     def guards(self, session: Session) -> list[Violation]:

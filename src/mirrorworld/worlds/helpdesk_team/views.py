@@ -17,6 +17,7 @@ role, and no role sees another's mailbox or inbox.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from mirrorworld.core.session import Session
@@ -114,7 +115,11 @@ def briefing(task: Task, role: str) -> str:
 
 def inbox(session: Session, role: str, limit: int = INBOX_LIMIT) -> dict[str, Any]:
     """The simulated time and the latest messages addressed to ``role``, oldest first."""
-    db = session.db
+    with session.borrow() as db:
+        return _inbox(session, db, role, limit)
+
+
+def _inbox(session: Session, db: sqlite3.Connection, role: str, limit: int) -> dict[str, Any]:
     rows = db.execute(
         "SELECT id, ticket_id, kind, sender, topic, ref_id, body, created_at FROM team_messages WHERE recipient=? "
         "ORDER BY id DESC LIMIT ?",
@@ -150,5 +155,5 @@ def inbox(session: Session, role: str, limit: int = INBOX_LIMIT) -> dict[str, An
 
 def contact_over(session: Session) -> bool:
     """Whether the customer has left the chat (the contact ends unresolved)."""
-    row = session.db.execute("SELECT 1 FROM team_messages WHERE kind='left' LIMIT 1").fetchone()
-    return row is not None
+    with session.borrow() as db:
+        return db.execute("SELECT 1 FROM team_messages WHERE kind='left' LIMIT 1").fetchone() is not None
