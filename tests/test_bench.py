@@ -33,6 +33,16 @@ FIGURES = {
     "verify_cold_p50_us",
     "episode_rate",
     "memory_per_session_mb",
+    # The scale section; a quick run's largest scale is 2.
+    "fresh_session_p50_us",
+    "fresh_session_p50_us_x2",
+    "fresh_reset_p50_us_x2",
+    "read_step_p50_us_x2",
+    "search_nomatch_p50_us_x2",
+    "search_status_p50_us_x2",
+    "verify_p50_us_x2",
+    "memory_per_session_mb_x2",
+    "live_sessions_8gb",
 }
 TARGETED = {
     "reset_p50_us": 100,
@@ -41,6 +51,11 @@ TARGETED = {
     "verify_p50_us": 1000,
     "episode_rate": 500,
     "memory_per_session_mb": 5,
+    "fresh_session_p50_us": 100,
+    "fresh_session_p50_us_x2": 100,
+    "fresh_reset_p50_us_x2": 150,
+    "memory_per_session_mb_x2": 0.5,
+    "live_sessions_8gb": 100_000,
 }
 
 
@@ -81,7 +96,7 @@ def test_figures_are_positive_and_finite(report: dict[str, Any]) -> None:
             value = fig[key]
             assert isinstance(value, float), (name, key)
             assert value > 0 and math.isfinite(value), (name, key, value)
-        assert fig["unit"] in ("µs", "steps/s", "episodes/s", "MB")
+        assert fig["unit"] in ("µs", "steps/s", "episodes/s", "MB", "sessions")
         assert fig["better"] in ("lower", "higher")
         assert fig["label"]
 
@@ -121,6 +136,24 @@ def test_detail(report: dict[str, Any]) -> None:
     assert detail["image_bytes"] > 0 and detail["json_bytes"] > 0
     mem = detail["memory"]["mirrorworld"]
     assert mem["sqlite_bytes"] >= 0 and mem["per_item_bytes"] > 0
+
+
+def test_scale_section(report: dict[str, Any], tmp_path: Path) -> None:
+    scale = report["detail"]["scale"]
+    assert list(scale["scales"]) == ["1", "2"]
+    for row in scale["scales"].values():
+        for key in ("fresh_reset_us", "fresh_session_us", "private_copy_us", "read_step_us", "verify_us"):
+            assert row[key] > 0 and math.isfinite(row[key])
+        assert row["resident_limit"] >= 4
+    assert scale["scales"]["2"]["image_mb"] > scale["scales"]["1"]["image_mb"]
+    assert set(scale["live_bytes_per_session"]) == {"200", "1000"}
+    # A parked session holds no copy of the image: far below one.
+    assert max(scale["live_bytes_per_session"].values()) < scale["image_bytes"] / 4
+    pytest.importorskip("matplotlib")
+    from mirrorworld.bench.scale import plot_scale
+
+    out = plot_scale(scale, tmp_path / "scale.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_format_report(report: dict[str, Any]) -> None:

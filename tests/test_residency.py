@@ -165,7 +165,7 @@ def test_threads_with_more_sessions_than_clones() -> None:
 @pytest.mark.parametrize("limit", [1, 2])
 def test_resident_limit_has_a_floor(limit: int) -> None:
     world = HelpdeskWorld()
-    assert world.image.resident_limit >= 2
+    assert world.image.resident_limit >= 4
     world.image.resident_limit = limit
     sessions: list[Session] = [world.session(t) for t in _tasks(world, 3)]
     assert world.image.resident == limit

@@ -31,7 +31,6 @@ document's performance section.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import io
 import json
@@ -41,7 +40,6 @@ import platform
 import sqlite3
 import tempfile
 import time
-import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -49,9 +47,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mirrorworld.bench.baseline import JsonBaseline, Tables, Write, dump_tables, writes_from_changes
+from mirrorworld.bench.measure import measure_memory
+from mirrorworld.bench.scale import BUDGET_BYTES, SCALE_PLANS, ScalePlan, bench_scale, live_memory
 from mirrorworld.core.registry import default
 from mirrorworld.core.session import Session
-from mirrorworld.core.store import POOL_SIZE
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
 from mirrorworld.envs.gymnasium import MirrorEnv
@@ -153,63 +152,6 @@ def _timed(fn: Callable[[int], object], n: int, warmup: int = 0, *, collect: boo
         fn(i)
         out.append(clock() - t0)
     return out
-
-
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm", encoding="ascii") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):  # not Linux: peak RSS is the best available
-        import resource
-
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-
-
-def _sqlite_memory_used() -> Callable[[], int] | None:
-    """``sqlite3_memory_used`` of the SQLite library Python's ``sqlite3`` module uses, if reachable."""
-    try:
-        import _sqlite3
-
-        lib = ctypes.CDLL(_sqlite3.__file__)
-        fn = lib.sqlite3_memory_used
-    except (ImportError, OSError, AttributeError):
-        return None
-    fn.restype = ctypes.c_int64
-    fn.argtypes = []
-
-    def used() -> int:
-        return int(fn())
-
-    return used
-
-
-@dataclass
-class _Memory:
-    per_item_bytes: float
-    sqlite_bytes: float
-    python_bytes: float
-    rss_bytes: float
-    method: str
-
-
-def _measure_memory(make: Callable[[int], object], n: int) -> tuple[_Memory, list[object]]:
-    """Hold ``n`` objects from ``make`` at once; their memory per object (returned with them)."""
-    sq = _sqlite_memory_used()
-    gc.collect()
-    rss0 = _rss_bytes()
-    sq0 = sq() if sq else 0
-    tracemalloc.start()
-    try:
-        held = [make(i) for i in range(n)]
-        py = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    sq1 = sq() if sq else 0
-    rss1 = _rss_bytes()
-    sqlite_b, rss_b = (sq1 - sq0) / n, (rss1 - rss0) / n
-    if sq is None:  # SQLite's heap is invisible to tracemalloc: fall back on RSS growth
-        return _Memory(max(rss_b, py / n), 0.0, py / n, rss_b, "rss"), held
-    return _Memory(sqlite_b + py / n, sqlite_b, py / n, rss_b, "sqlite3_memory_used+tracemalloc"), held
 
 
 # -- the report -------------------------------------------------------------------
@@ -399,18 +341,23 @@ class _Run:
         return len(self.cases)
 
 
-def run_bench(world: str = "helpdesk", *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
+def run_bench(
+    world: str = "helpdesk", *, quick: bool = False, progress: bool = True, scale: bool = True
+) -> dict[str, Any]:
     """Measure mirrorworld against the tau-bench-style baseline; see the module docstring.
 
     ``quick`` runs a few iterations of everything (seconds; for tests and
-    smoke checks); the full run takes under a minute on a 2-core machine.
+    smoke checks); the full run takes a few minutes on a 2-core machine, most
+    of it the scale section (:mod:`mirrorworld.bench.scale`; ``scale=False``
+    leaves it out).
     """
     plan = PLANS["quick" if quick else "full"]
+    splan = SCALE_PLANS["quick" if quick else "full"]
     started = time.perf_counter()
     shared = default.get(world)
     # A private instance: its own image, task cache and gold cache, so "cold" is cold.
     w: World = type(shared)(scale=shared.scale, data_seed=shared.data_seed)
-    bar = _Progress(progress, total=8)
+    bar = _Progress(progress, total=8 + (len(splan.scales) + 1 if scale else 0))
 
     with bar.running(), tempfile.TemporaryDirectory(prefix="mirrorworld-bench-") as tmp:
         with bar.phase("building the world and the baseline's JSON"):
@@ -428,6 +375,8 @@ def run_bench(world: str = "helpdesk", *, quick: bool = False, progress: bool = 
             _bench_episodes(run)
         with bar.phase("memory per live session"):
             _bench_memory(run)
+        if scale:
+            _bench_scale(run, type(shared), shared, splan, bar)
         with bar.phase("done"):
             pass
 
@@ -685,16 +634,8 @@ def _bench_episodes(run: _Run) -> None:
 def _bench_memory(run: _Run) -> None:
     """Memory per live session, many held at once, against loaded copies of the baseline's data."""
     w, base, cases, plan, k = run.world, run.base, run.cases, run.plan, run.k
-    # Empty the image's connection pool first, so that every measured session holds a fresh copy.
-    drain = [w.session(cases[i % k].task) for i in range(POOL_SIZE)]
-    mem, held = _measure_memory(lambda i: w.session(cases[i % k].task), plan.sessions)
-    for obj in held:
-        assert isinstance(obj, Session)
-        obj.close()
-    for obj in drain:
-        obj.close()
-    del held, drain
-    b_mem, b_held = _measure_memory(lambda i: base.reset(cases[i % k].task), plan.baseline_copies)
+    mem = live_memory(w, [c.task for c in cases], plan.sessions)
+    b_mem, b_held = measure_memory(lambda i: base.reset(cases[i % k].task), plan.baseline_copies)
     del b_held
     gc.collect()
     mb = 1e6
@@ -705,13 +646,73 @@ def _bench_memory(run: _Run) -> None:
         "MB",
         "lower",
         5,
-        f"{plan.sessions} sessions held at once ({mem.method}); baseline: loaded copies of the data",
+        f"{plan.sessions} sessions alive, one write each ({mem.method}); baseline: loaded copies of the data",
     )
     run.detail["memory"] = {
         "mirrorworld": {k2: v2 / mb if isinstance(v2, float) else v2 for k2, v2 in asdict(mem).items()},
         "baseline": {k2: v2 / mb if isinstance(v2, float) else v2 for k2, v2 in asdict(b_mem).items()},
         "unit": "MB per session",
     }
+
+
+def _bench_scale(run: _Run, cls: type[World], base: World, plan: ScalePlan, bar: _Progress) -> None:
+    """The scale section (see :mod:`mirrorworld.bench.scale`): its table in ``detail``, its key figures."""
+    result = bench_scale(lambda sc: cls(scale=base.scale * sc, data_seed=base.data_seed), plan, phase=bar.phase)
+    run.detail["scale"] = result
+    rows = result["scales"]
+    low, high = rows[next(iter(rows))], rows[next(reversed(rows))]
+    top = next(reversed(rows))
+    f = run.figures
+    for name, row in (("", low), (f"_x{top}", high)):
+        f[f"fresh_session_p50_us{name}"] = _figure(
+            f"fresh session p50 (scale {'1' if not name else top})",
+            row["fresh_session_us"],
+            row["private_copy_us"],
+            "µs",
+            "lower",
+            100,
+            "all clones lent, every session kept alive; baseline: a private copy of the image",
+        )
+    f[f"fresh_reset_p50_us_x{top}"] = _figure(
+        f"fresh-task reset p50 (scale {top})",
+        high["fresh_reset_us"],
+        low["fresh_reset_us"],
+        "µs",
+        "lower",
+        150,
+        "baseline: the same at scale 1 (1.0× = flat in world size)",
+    )
+    for key, label in (
+        ("read_step_us", "read step p50"),
+        ("search_nomatch_us", "search, no match p50"),
+        ("search_status_us", "search by status p50"),
+        ("verify_us", "verify update_email p50"),
+    ):
+        if key in high:
+            f[f"{key[:-3]}_p50_us_x{top}"] = _figure(
+                f"{label} (scale {top})", high[key], low[key], "µs", "lower", None, "baseline: the same at scale 1"
+            )
+    mb = 1 << 20
+    f[f"memory_per_session_mb_x{top}"] = _figure(
+        f"memory per live session (scale {top})",
+        high["memory_per_session_kb"] / 1024,
+        high["image_mb"] * 1e6 / mb,
+        "MB",
+        "lower",
+        0.5,
+        f"{plan.live_per_scale:,} sessions alive, one write each; baseline: a private copy of the image",
+    )
+    live = result["live_bytes_per_session"]
+    most = max(live, key=int)
+    f["live_sessions_8gb"] = _figure(
+        "live sessions in 8 GiB",
+        BUDGET_BYTES / live[most],
+        BUDGET_BYTES / result["image_bytes"],
+        "sessions",
+        "higher",
+        100_000,
+        f"from {int(most):,} sessions alive at once; baseline: a private copy each",
+    )
 
 
 # -- formatting ---------------------------------------------------------------------
@@ -793,4 +794,30 @@ def format_report(report: dict[str, Any]) -> str:
         + f"; took {report.get('elapsed_s', 0):.1f} s"
     )
     lines += ["  " + e for e in extra]
+    if "scale" in detail:
+        lines += ["", *format_scale(detail["scale"])]
     return "\n".join(lines) + "\n"
+
+
+def format_scale(scale: dict[str, Any]) -> list[str]:
+    """The scale section as text lines: one row per world scale, then the live-session memory."""
+    cols = (
+        ("image_mb", "image MB", "{:,.1f}"),
+        ("fresh_reset_us", "fresh reset", "{:,.0f}"),
+        ("fresh_session_us", "fresh session", "{:,.0f}"),
+        ("private_copy_us", "private copy", "{:,.0f}"),
+        ("read_step_us", "read step", "{:,.1f}"),
+        ("search_nomatch_us", "search none", "{:,.1f}"),
+        ("search_status_us", "search status", "{:,.1f}"),
+        ("verify_us", "verify", "{:,.0f}"),
+        ("memory_per_session_kb", "KB/session", "{:,.1f}"),
+        ("resident_limit", "clones", "{:,.0f}"),
+    )
+    head = "  scale " + "".join(f"{name:>15}" for _, name, _ in cols)
+    out = ["  cost against world size (p50 µs, one core)", head]
+    for key, row in scale["scales"].items():
+        cells = "".join(f"{fmt.format(row[c]) if c in row else '-':>15}" for c, _, fmt in cols)
+        out.append(f"  {key:>5} {cells}")
+    live = ", ".join(f"{int(n):,} alive: {b / 1024:,.1f} KB" for n, b in scale["live_bytes_per_session"].items())
+    out.append(f"  memory per live session of the default world: {live}")
+    return out
