@@ -57,6 +57,7 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
         "--judge-base-url", default=None, help="grade customer texts with a model judge too (off by default)"
     )
     r.add_argument("--judge-model", default=None, help="model name of the judge")
+    _ray_options(r, "play the episodes on Ray actors")
     from mirrorworld.run.multiagent import add_arguments as add_multi_agent
 
     add_multi_agent(r)
@@ -103,7 +104,28 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="a few seconds instead of a minute")
     b.add_argument("--server", action="store_true", help="benchmark the session server (loopback, bounded)")
+    _ray_options(b, "measure episodes/s on --workers Ray actors against one")
+    b.add_argument("--episodes", type=int, default=1200, help="episodes per measurement (with --ray)")
     return p, handlers
+
+
+def _ray_options(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help=f"{what}: alone, a local Ray; or a cluster's address (auto, HOST:6379, ray://HOST:10001)",
+    )
+    parser.add_argument("--workers", type=int, default=None, help="Ray actors (default: the cluster's CPUs)")
+
+
+def _check_ray_options(args: argparse.Namespace) -> None:
+    if args.workers is not None and args.ray is None:
+        raise MirrorworldError("--workers needs --ray")
+    if args.workers is not None and args.workers < 1:
+        raise MirrorworldError("--workers must be at least 1")
 
 
 def _console(stderr: bool = False) -> Any:
@@ -118,6 +140,9 @@ def _world(args: argparse.Namespace, scale: float = 1.0) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    _check_ray_options(args)
+    if args.multi_agent and args.ray is not None:
+        raise MirrorworldError("--ray plays single-agent runs; --multi-agent runs in one process")
     if args.multi_agent:
         from mirrorworld.run.multiagent import run_multi_agent
 
@@ -127,6 +152,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.episodes < 1 or args.trials < 1 or args.max_steps < 1:
         raise MirrorworldError("--episodes, --trials and --max-steps must be at least 1")
+    if args.ray is not None:
+        from mirrorworld.distributed.cluster import require_ray
+
+        require_ray()
     world = _world(args, args.scale)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     for f in families or ():
@@ -157,24 +186,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         "start": args.start,
         "judge": {"base_url": args.judge_base_url, "model": args.judge_model} if judge is not None else None,
     }
+    if args.ray is not None:
+        meta["ray"] = {"address": args.ray, "workers": args.workers}
     runfile = RunFile.create(out, meta)
     started = time.perf_counter()
     show = wants_progress(json_output=args.json, disabled=args.no_progress)
     try:
         with progress_bar(f"{agent.name} on {world.id}", args.episodes * args.trials, enabled=show) as update:
-            records = run_episodes(
-                world,
-                agent,
-                episodes=args.episodes,
-                split=args.split,
-                families=families,
-                start=args.start,
-                trials=args.trials,
-                max_steps=args.max_steps,
-                judge=judge,
-                on_record=runfile.add,
-                progress=update,
-            )
+            options: dict[str, Any] = {
+                "episodes": args.episodes,
+                "split": args.split,
+                "families": families,
+                "start": args.start,
+                "trials": args.trials,
+                "max_steps": args.max_steps,
+                "judge": judge,
+                "on_record": runfile.add,
+                "progress": update,
+            }
+            if args.ray is not None:
+                from mirrorworld.distributed import run_on_ray
+
+                records = run_on_ray(world, agent, address=args.ray, workers=args.workers, **options)
+            else:
+                records = run_episodes(world, agent, **options)
         summary = summarize(records, seconds=time.perf_counter() - started)
         summary["run_file"] = str(out)
         runfile.set_meta("summary", summary)
@@ -399,6 +434,15 @@ def cmd_worlds(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    _check_ray_options(args)
+    if args.ray is not None:
+        if args.server or args.episodes < 1:
+            raise MirrorworldError("bench --ray takes --episodes (at least 1) and not --server")
+        from mirrorworld.distributed.bench import format_scaling, scaling
+
+        scaled = scaling(_world(args), args.episodes, args.workers or 2, address=args.ray)
+        print(json.dumps(scaled, indent=2) if args.json else format_scaling(scaled))
+        return 0
     if args.server:
         from mirrorworld.bench.cli import bench_server
 

@@ -23,6 +23,8 @@ must be loud. The tree::
     ├── AgentError           infrastructure  an agent failed to produce an action (an
     │                                LLM endpoint down, a bad response): the episode is
     │                                recorded as errored, not as an agent failure.
+    ├── WorkerError          infrastructure  a scale-out worker (a Ray actor) died or could
+    │                                not be reached: its episodes are recorded as errored.
     └── RunFileError         caller  a run file is missing, corrupt or of another format.
 
 The middle column is each error's :data:`Boundary`: who failed. Only the
@@ -62,6 +64,7 @@ __all__ = [
     "TaskRefError",
     "ToolError",
     "VerifierError",
+    "WorkerError",
     "WorldError",
     "boundary",
     "boundary_of",
@@ -142,6 +145,16 @@ class RunFileError(MirrorworldError):
 
 class AgentError(MirrorworldError):
     """An agent could not produce an action (infrastructure, not behaviour)."""
+
+    boundary: Boundary = "infrastructure"
+
+
+class WorkerError(MirrorworldError):
+    """A scale-out worker died or could not be reached (infrastructure, not behaviour).
+
+    :mod:`mirrorworld.distributed` records the episodes such a worker held as
+    errored with this failure; the vector environment raises it from ``step``.
+    """
 
     boundary: Boundary = "infrastructure"
 

@@ -18,19 +18,27 @@ The first failure stops the episode and is recorded with it
 (:attr:`EpisodeRecord.failure`): such an episode is *errored*, not graded (its
 ``verdict`` is empty, ``passed`` false, ``score`` and ``reward`` 0.0), and the
 summary counts it per boundary instead of in any pass rate.
+
+A run is planned before it is played: :func:`plan_episodes` names every
+episode (its place in the run, its task's :class:`~mirrorworld.core.task.TaskRef`,
+its trial) without generating a task, and :func:`play_episodes` plays any
+such list in one process. :func:`run_episodes` is the two in a row; a
+scale-out (:mod:`mirrorworld.distributed`) sends slices of the same plan to
+workers that play them with the same :func:`play_episodes`, so a record does
+not depend on where it was played.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mirrorworld.agents.base import Agent, EpisodeContext
 from mirrorworld.core.session import Event
-from mirrorworld.core.task import Split, Task
+from mirrorworld.core.task import Split, Task, TaskRef, split_seed
 from mirrorworld.core.world import World
 from mirrorworld.envs.chat import ChatEnv
 from mirrorworld.episodes import Episode
@@ -38,7 +46,7 @@ from mirrorworld.errors import Failure, MirrorworldError, boundary
 from mirrorworld.verify.judge import TextJudge
 from mirrorworld.verify.verdict import Verdict
 
-__all__ = ["EpisodeRecord", "RunResult", "run_episode", "run_episodes"]
+__all__ = ["EpisodeRecord", "Planned", "RunResult", "plan_episodes", "play_episodes", "run_episode", "run_episodes"]
 
 
 @dataclass
@@ -163,6 +171,77 @@ def run_episode(env: ChatEnv, agent: Agent, task: Task, *, index: int = 0, trial
     return record
 
 
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One episode of a planned run: its place in the run, the task it plays and its trial.
+
+    Small and picklable on purpose: it is what a scale-out sends to a worker,
+    which regenerates the task from ``task`` (tasks are seeded, so the same ref
+    is the same task in any process).
+    """
+
+    index: int
+    task: TaskRef
+    trial: int = 0
+
+
+def plan_episodes(
+    world: World,
+    *,
+    episodes: int,
+    split: Split = "test",
+    families: Sequence[str] | None = None,
+    start: int = 0,
+    trials: int = 1,
+) -> list[Planned]:
+    """The episodes of a run: ``episodes`` tasks of ``split`` from ``start``, cycling through families, ``trials`` each.
+
+    The ``i``-th task is the one :meth:`World.task_for` gives for ``start + i``;
+    no task is generated here. Unknown family names raise
+    :class:`~mirrorworld.errors.RegistryError`.
+    """
+    names = list(families) if families else [f.name for f in world.families]
+    for name in names:
+        world.family(name)
+    planned: list[Planned] = []
+    for i in range(episodes):
+        k = start + i
+        ref = TaskRef(names[k % len(names)], split_seed(split, k // len(names)))
+        planned.extend(Planned(len(planned) + t, ref, t) for t in range(trials))
+    return planned
+
+
+def play_episodes(
+    world: World,
+    agent: Agent,
+    planned: Iterable[Planned],
+    *,
+    split: Split = "test",
+    families: Sequence[str] | None = None,
+    max_steps: int = 30,
+    judge: TextJudge | None = None,
+    on_record: Callable[[EpisodeRecord], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[EpisodeRecord]:
+    """Play planned episodes in this process, in order; each record carries its planned index.
+
+    A task that cannot be generated raises (:class:`~mirrorworld.errors.TaskError`):
+    the run stops, as a broken family is a bug to fix, not an episode to record.
+    ``progress(done, total)`` counts the records of this call.
+    """
+    env = ChatEnv(world, split=split, families=list(families) if families else None, max_steps=max_steps, judge=judge)
+    todo = list(planned)
+    records: list[EpisodeRecord] = []
+    for p in todo:
+        record = run_episode(env, agent, world.task_at(p.task), index=p.index, trial=p.trial)
+        records.append(record)
+        if on_record is not None:
+            on_record(record)
+        if progress is not None:
+            progress(len(records), len(todo))
+    return records
+
+
 def run_episodes(
     world: World,
     agent: Agent,
@@ -180,17 +259,17 @@ def run_episodes(
     """Run ``episodes`` tasks of ``split`` (cycling through families), each ``trials`` times.
 
     ``judge`` adds a model judge of the customer texts to grading (:mod:`mirrorworld.verify.judge`).
+    The same as :func:`plan_episodes` then :func:`play_episodes`.
     """
-    env = ChatEnv(world, split=split, families=list(families) if families else None, max_steps=max_steps, judge=judge)
-    records: list[EpisodeRecord] = []
-    total = episodes * trials
-    for i in range(episodes):
-        task = world.task_for(split, start + i, families)
-        for trial in range(trials):
-            record = run_episode(env, agent, task, index=len(records), trial=trial)
-            records.append(record)
-            if on_record is not None:
-                on_record(record)
-            if progress is not None:
-                progress(len(records), total)
-    return records
+    planned = plan_episodes(world, episodes=episodes, split=split, families=families, start=start, trials=trials)
+    return play_episodes(
+        world,
+        agent,
+        planned,
+        split=split,
+        families=families,
+        max_steps=max_steps,
+        judge=judge,
+        on_record=on_record,
+        progress=progress,
+    )
