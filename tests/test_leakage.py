@@ -179,7 +179,7 @@ def test_hidden_fields_never_reach_an_observation(canary_world: CanaryHelpdesk, 
 
 def test_the_canaries_are_planted(canary_world: CanaryHelpdesk) -> None:
     rows = canary_world.image.query("SELECT security_pin, risk_score FROM customers WHERE id IN (1, 2)")
-    assert rows == [(f"{PIN}1", RISK), (f"{PIN}2", RISK)]
+    assert rows == ((f"{PIN}1", RISK), (f"{PIN}2", RISK))
 
 
 def test_the_scan_catches_a_leaky_read_tool() -> None:

@@ -357,13 +357,13 @@ def test_pristine_queries_are_answered_once_and_each_caller_gets_its_own_list() 
 
     image = store.Image(build)
     first = image.query("SELECT id, v FROM t ORDER BY id")
-    first.append((99, "mine"))  # the caller's list, not the kept answer
-    assert image.query("SELECT id, v FROM t ORDER BY id") == [(1, "a"), (2, "b")]
-    assert image.query("SELECT v FROM t WHERE id=?", (2,)) == [("b",)]
+    assert first == ((1, "a"), (2, "b"))
+    assert image.query("SELECT id, v FROM t ORDER BY id") is first  # kept, and immutable: nobody can change it
+    assert image.query("SELECT v FROM t WHERE id=?", (2,)) == (("b",),)
     # a session's writes never reach the pristine image, so a kept answer stays true
     conn = image.acquire()
     conn.execute("INSERT INTO t (v) VALUES ('c')")
-    assert image.query("SELECT COUNT(*) FROM t") == [(2,)]
+    assert image.query("SELECT COUNT(*) FROM t") == ((2,),)
     image.release(conn)
     for i in range(store.QUERY_MEMO + 10):  # the memo is bounded
         image.query("SELECT ? AS x", (i,))

@@ -285,13 +285,13 @@ class Image:
     def pristine_rows(self, keys: Iterable[RowKey]) -> dict[RowKey, tuple[Any, ...] | None]:
         return {k: self.pristine_row(k) for k in keys}
 
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
         """Run a read-only query on the pristine image (task generation uses this).
 
         The image never changes, so an answer is kept (the :data:`QUERY_MEMO`
-        most recent distinct queries): a family scanning a table for its
-        candidates scans it once per image, not once per task. The caller gets
-        its own list.
+        most recent distinct queries) and handed out as it is, immutable: a
+        family drawing from a table's candidates scans it once per image and
+        pays nothing per task that grows with the table.
         """
         key = (sql, params)
         rows = self._memo.get(key)
@@ -301,7 +301,7 @@ class Image:
                 if len(self._memo) >= QUERY_MEMO:
                     self._memo.pop(next(iter(self._memo)))
                 self._memo[key] = rows
-        return list(rows)
+        return rows
 
     def select_sql(self, table: str) -> str:
         return self._select[table]

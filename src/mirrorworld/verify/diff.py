@@ -57,7 +57,7 @@ import re
 import threading
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -203,7 +203,7 @@ def _compile(world: World) -> Schema:
     )
 
 
-def _rowid_column(info: list[tuple[Any, ...]]) -> str | None:
+def _rowid_column(info: Sequence[tuple[Any, ...]]) -> str | None:
     """The column that is the table's rowid (a lone ``INTEGER PRIMARY KEY``), if any."""
     pks = [r for r in info if r[5]]
     if len(pks) == 1 and str(pks[0][2]).upper() == "INTEGER":

@@ -13,6 +13,7 @@ import random
 import re
 from datetime import datetime, timedelta
 from decimal import Decimal
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from mirrorworld.core.store import Image
@@ -55,10 +56,10 @@ def _customer(image: Image, customer_id: int) -> dict[str, Any]:
 
 def _any_customer(image: Image, rng: random.Random) -> dict[str, Any]:
     """A customer drawn uniformly."""
-    return _customer(image, rng.choice([r[0] for r in image.query("SELECT id FROM customers ORDER BY id")]))
+    return _customer(image, rng.choice(image.query("SELECT id FROM customers ORDER BY id"))[0])
 
 
-def _pick(rng: random.Random, rows: list[tuple[Any, ...]], family: str) -> tuple[Any, ...]:
+def _pick(rng: random.Random, rows: Sequence[tuple[Any, ...]], family: str) -> tuple[Any, ...]:
     if not rows:
         raise TaskError(f"{family}: the world has no candidate records (scale too small?)")
     return rng.choice(rows)
@@ -127,7 +128,7 @@ def _chat(ticket_id: int, customer: dict[str, Any], text: str) -> str:
     )
 
 
-def _order_line_candidates(image: Image, where: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def _order_line_candidates(image: Image, where: str, params: tuple[Any, ...] = ()) -> Sequence[tuple[Any, ...]]:
     return image.query(
         "SELECT l.id, l.order_id, o.customer_id, p.name, p.category, l.unit_price_cents, o.delivered_at, "
         "p.return_window_days FROM order_lines l JOIN orders o ON o.id = l.order_id "
@@ -347,14 +348,14 @@ class Triage(TaskFamily):
     description = "Triage three new tickets: priority by category and tier floor, team queue, status open."
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
-        customers = [r[0] for r in image.query("SELECT id FROM customers ORDER BY id")]
+        customers = image.query("SELECT id FROM customers ORDER BY id")
         team_ids = {q: int(image.query("SELECT id FROM teams WHERE queue=?", (q,))[0][0]) for q in QUEUES}
         first_tid, first_mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
         setup: list[SetupOp] = []
         gold: list[ToolCall] = []
         checks: list[Check] = []
         tids = []
-        for k, cid in enumerate(rng.sample(customers, 3)):
+        for k, (cid,) in enumerate(rng.sample(customers, 3)):
             customer = _customer(image, cid)
             category = rng.choice(tuple(TICKET_TEMPLATES))
             subject, body = rng.choice(TICKET_TEMPLATES[category])

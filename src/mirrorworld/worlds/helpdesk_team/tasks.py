@@ -345,8 +345,7 @@ class VerifyIdentity(TeamFamily):
     description = "An email change: verify the customer with an emailed code they read back, and they confirm it."
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
-        customers = [r[0] for r in image.query("SELECT id FROM customers ORDER BY id")]
-        customer = _customer(image, rng.choice(customers))
+        customer = _customer(image, rng.choice(image.query("SELECT id FROM customers ORDER BY id"))[0])
         cid = customer["id"]
         first, last = customer["name"].lower().split()
         new_email = f"{first}.{last}.{rng.randint(10, 9999)}@newmail.example"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from decimal import Decimal
+from collections.abc import Sequence
 from typing import Any
 
 from mirrorworld.core.store import Image
@@ -23,7 +24,7 @@ from mirrorworld.worlds.sales.rules import amounts, money, unit_price
 WORLD = "sales"
 
 
-def _pick(rng: random.Random, rows: list[tuple[Any, ...]], family: str) -> tuple[Any, ...]:
+def _pick(rng: random.Random, rows: Sequence[tuple[Any, ...]], family: str) -> tuple[Any, ...]:
     if not rows:
         raise TaskError(f"{family}: the world has no candidate records (scale too small?)")
     return rng.choice(rows)
