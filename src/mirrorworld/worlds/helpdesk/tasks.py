@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from mirrorworld.core.store import Image

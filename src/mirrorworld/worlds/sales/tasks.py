@@ -12,8 +12,8 @@ them.
 from __future__ import annotations
 
 import random
-from decimal import Decimal
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from mirrorworld.core.store import Image
