@@ -153,9 +153,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.episodes < 1 or args.trials < 1 or args.max_steps < 1:
         raise MirrorworldError("--episodes, --trials and --max-steps must be at least 1")
     if args.ray is not None:
-        from mirrorworld.distributed.cluster import require_ray
+        from mirrorworld.distributed.cluster import LOCAL, probe_address, require_ray
 
         require_ray()
+        if args.ray != LOCAL:
+            probe_address(args.ray)  # before the run file exists: a typo leaves nothing behind
     world = _world(args, args.scale)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     for f in families or ():

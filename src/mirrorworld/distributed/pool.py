@@ -16,7 +16,8 @@ same verdicts and state hashes as a local run of the same plan; only each
 record's ``seconds`` differs.
 
 **A lost worker is infrastructure.** When an actor dies (its process killed,
-its node gone) the episodes of the chunk it held are recorded as errored at
+its node gone) the episodes of the chunks it held (the one it was playing and
+the one queued behind it) are recorded as errored at
 the ``infrastructure`` boundary (:class:`~mirrorworld.errors.WorkerError`),
 never scored. Ray restarts the actor (``max_restarts``); one that keeps dying
 is retired, and once every actor is retired the rest of the run is recorded

@@ -85,7 +85,8 @@ class EnvFactory:
         return ActionMenu(base, **self.menu_options)
 
 
-_MODES = {m.value: m for m in AutoresetMode}
+_MODES = {**{m.value: m for m in AutoresetMode}, **{m.name.lower(): m for m in AutoresetMode}}
+"""Gymnasium's values (``NextStep``) and their snake-case names (``next_step``)."""
 
 
 class RayVectorEnv(VectorEnv[Any, Any, Any]):
@@ -207,7 +208,7 @@ class RayVectorEnv(VectorEnv[Any, Any, Any]):
         if len(per_env) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} actions, got {len(per_env)}")
         due = self._autoreset_envs
-        mode = self.autoreset_mode.value
+        mode = self.autoreset_mode.name.lower()
         refs = [
             a.step.remote([per_env[i] for i in s], [bool(due[i]) for i in s], mode)
             for a, s in zip(self.actors, self._slices, strict=True)

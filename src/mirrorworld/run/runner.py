@@ -207,7 +207,8 @@ def plan_episodes(
     for i in range(episodes):
         k = start + i
         ref = TaskRef(names[k % len(names)], split_seed(split, k // len(names)))
-        planned.extend(Planned(len(planned) + t, ref, t) for t in range(trials))
+        base = len(planned)
+        planned.extend([Planned(base + t, ref, t) for t in range(trials)])
     return planned
 
 
