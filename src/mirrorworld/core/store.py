@@ -17,6 +17,29 @@ back discards its log), and their union is every row written since the image
 was pristine. Comparing a touched row with the same row of the pristine image
 tells whether it really changed: a write followed by its undo leaves no
 difference.
+
+Sessions share the image: a live session costs a fixed share of a bounded
+set of clones plus the rows it wrote, at any world size (:meth:`Image.lend`;
+a session beyond the limit parks with its overlay of written rows and gets a
+clone back, overlay replayed, when next used). The options, measured on the
+helpdesk world on a 2-core machine (scale 1: a 0.7 MB image; scale 100: 59 MB):
+
+* a private copy per session (``deserialize``): 1.0 MB per session at scale 1,
+  62 MB at scale 100, and a fresh one costs a copy (80-100 ms at scale 100);
+* a page-level copy-on-write file or VFS under one connection per session:
+  the connection alone, its schema parsed and no page written, holds
+  240-390 KB, so 100,000 live sessions need 24-39 GB before any write;
+* forked worker processes sharing the image's pages: 3.2-3.6 MB of private
+  memory per process after one episode;
+* clones lent to the sessions in use, the others parked as row overlays
+  (chosen): 20-60 KB per live session after a write at both scales, and a
+  fresh session takes a clone from a parked one (a rollback, a few row reads
+  and the task's setup) instead of copying anything.
+
+What it costs: a session used after parking replays its overlay (one
+statement per row it wrote), so a workload stepping more sessions round
+robin than there are clones pays that on every step; ``MIRRORWORLD_RESIDENT_MB``
+raises the budget.
 """
 
 from __future__ import annotations
