@@ -10,6 +10,12 @@ this runs in the environment of the ``rllib`` extra::
 
     .venv-rllib/bin/python examples/rllib_ppo.py --iterations 20
     .venv-rllib/bin/python examples/rllib_ppo.py --smoke
+
+On a Ray cluster (``docs/scale-out.md``), ``--address auto --env-runners 8``
+samples on eight env runners: RLlib's env runners are Ray actors that call
+``make_env`` (registered under ``mirrorworld_menu``) where they run, so each
+rebuilds the world from its name on its own node; only observations,
+actions and rewards travel, in sample batches.
 """
 
 from __future__ import annotations
@@ -34,18 +40,23 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--families", default="cancel_order,sla_escalation")
     parser.add_argument("--smoke", action="store_true", help="two small iterations, as CI runs it")
+    parser.add_argument("--address", default=None, help="a running Ray cluster (auto, HOST:6379); default: local")
+    parser.add_argument("--env-runners", type=int, default=0, help="remote env runners (0: sample in the driver)")
     args = parser.parse_args()
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.tune.registry import register_env
 
     iterations, batch = (2, 256) if args.smoke else (args.iterations, 2048)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    if args.address:
+        ray.init(address=args.address, include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(num_cpus=max(2, args.env_runners + 1), include_dashboard=False, log_to_driver=False)
     register_env("mirrorworld_menu", make_env)
     config = (
         PPOConfig()
         .environment("mirrorworld_menu", env_config={"families": args.families.split(",")})
-        .env_runners(num_env_runners=0)
+        .env_runners(num_env_runners=args.env_runners)
         .training(train_batch_size_per_learner=batch, minibatch_size=128, num_epochs=4, lr=3e-4, gamma=0.99)
         .debugging(seed=0)
     )

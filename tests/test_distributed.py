@@ -302,3 +302,15 @@ def test_the_vector_on_actors_is_the_sync_vector_on_the_plain_env(cluster: str) 
     finally:
         sync.close()
         vec.close()
+
+
+# -- the figure ----------------------------------------------------------------------------
+
+
+def test_bench_ray_reports_both_rates_and_their_ratio(cluster: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``mirrorworld bench --ray``: the pools of one and two actors, warm, on the same fresh tasks (a tiny run)."""
+    assert main(["bench", "--ray", cluster, "--workers", "2", "--episodes", "12", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["workers"] == 2 and report["episodes"] == 12 and report["rounds"] == 3
+    assert report["one_worker_per_s"] > 0 and report["workers_per_s"] > 0 and report["cpu_ceiling"] > 0
+    assert report["ratio"] == pytest.approx(report["workers_per_s"] / report["one_worker_per_s"], rel=0.01)

@@ -51,9 +51,13 @@ def scaling(
     """Episodes/s locally, on one actor and on ``workers`` actors, and the ratio of the last two.
 
     ``address`` is a running cluster (None: a local Ray with ``workers`` CPUs).
-    Each pool plays the run ``rounds`` times, the two pools taking turns; the
-    rates are the medians. Returns ``{"world", "episodes", "workers",
-    "chunk_size", "rounds", "local_per_s", "one_worker_per_s", "workers_per_s", "ratio"}``.
+    Each pool plays ``rounds`` runs of tasks it has not seen, the two pools
+    taking turns on the same tasks; the rates are the medians. ``cpu_ceiling``
+    is the median, over the rounds, of what a CPU-bound loop reaches on the
+    ``workers`` actors against one (:func:`_ceiling`): on a machine whose
+    cores are shared with others it says how much of the ideal was there to
+    take. Returns ``{"world", "episodes", "workers", "chunk_size", "rounds",
+    "local_per_s", "one_worker_per_s", "workers_per_s", "ratio", "cpu_ceiling"}``.
     """
     planned = plan_episodes(world, episodes=episodes, split="test")
     warm = plan_episodes(world, episodes=max(8, workers * 4), split="train")
@@ -64,8 +68,8 @@ def scaling(
     started = time.perf_counter()
     play_episodes(fresh, agent, planned[:n_local])
     local = n_local / (time.perf_counter() - started)
-    size = chunk_size or max(8, min(64, episodes // (workers * 8)))
     rates: dict[int, list[float]] = {1: [], workers: []}
+    ceilings: list[float] = []
     with connected(address, workers=workers):
         # Both pools live side by side (half a CPU each, so 1 + workers fit on ``workers`` CPUs; an
         # idle actor uses none) and take turns, so a neighbour's load falls on both alike.
@@ -73,11 +77,15 @@ def scaling(
         try:
             for k, pool in pools.items():
                 pool.play(warm, chunk_size=max(1, len(warm) // k))
-            for _ in range(rounds):
+            for r in range(rounds):
+                # Tasks never played before in every round (a pool's caches would flatter a replay),
+                # the same ones for both pools.
+                fresh_tasks = planned if r == 0 else plan_episodes(world, episodes=episodes, start=r * episodes)
                 for k, pool in pools.items():
                     started = time.perf_counter()
-                    records = pool.play(planned, chunk_size=size)
+                    records = pool.play(fresh_tasks, chunk_size=chunk_size)
                     rates[k].append(len(records) / (time.perf_counter() - started))
+                ceilings.append(_ceiling(pools[workers]) if workers > 1 else 1.0)
         finally:
             for pool in pools.values():
                 pool.close()
@@ -86,22 +94,42 @@ def scaling(
         "world": world.id,
         "episodes": episodes,
         "workers": workers,
-        "chunk_size": size,
+        "chunk_size": chunk_size or "guided",
         "local_per_s": round(local, 1),
         "rounds": rounds,
         "one_worker_per_s": round(one, 1),
         "workers_per_s": round(many, 1),
         "ratio": round(many / one, 3),
+        "cpu_ceiling": round(statistics.median(ceilings), 3),
     }
+
+
+_SPIN = 3_000_000
+"""Additions per actor in the ceiling's loop (about a tenth of a second)."""
+
+
+def _ceiling(pool: EpisodePool) -> float:
+    """How many times one actor's pure-Python throughput the pool's actors reach together, now.
+
+    Every actor runs the same CPU-bound loop at once; ``workers`` means each
+    had a core to itself, less means the cores are shared (a neighbour's load,
+    the driver, Ray's own processes). Measured on the pool's own actors, after
+    each round: the ceiling of the episode ratio beside it.
+    """
+    ray = pool._ray
+    alone = ray.get(pool.actors[0].spin.remote(_SPIN))
+    together = ray.get([a.spin.remote(_SPIN) for a in pool.actors])
+    return float(len(together) * alone / max(together))
 
 
 def format_scaling(report: dict[str, Any]) -> str:
     return (
-        f"{report['world']}: {report['episodes']} oracle episodes, chunks of {report['chunk_size']}\n"
+        f"{report['world']}: {report['episodes']} oracle episodes, chunks: {report['chunk_size']}\n"
         f"  in process, no Ray   {report['local_per_s']:>9.1f} episodes/s\n"
         f"  1 Ray worker         {report['one_worker_per_s']:>9.1f} episodes/s\n"
         f"  {report['workers']} Ray workers        {report['workers_per_s']:>9.1f} episodes/s\n"
-        f"  scaling              {report['ratio']:>9.2f}x (ideal {report['workers']}x)"
+        f"  scaling              {report['ratio']:>9.2f}x (ideal {report['workers']}x)\n"
+        f"  CPU ceiling          {report['cpu_ceiling']:>9.2f}x (a pure-Python loop on the same actors, same rounds)"
     )
 
 

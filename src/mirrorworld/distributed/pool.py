@@ -26,10 +26,12 @@ be generated) stops the run as it would locally.
 
 **Throughput.** Each actor keeps its world's image and caches warm across
 chunks, and up to two chunks are in flight per actor, so an actor starts its
-next chunk while the driver reads the last. Chunks default to about a
-quarter of an actor's share of the run (at most 64 episodes): large enough to
-amortise Ray's per-call cost (a millisecond or so) over many episodes, small
-enough to balance load and move the progress bar.
+next chunk while the driver reads the last. Unless a size is given, chunks
+shrink as the run goes (guided scheduling): each is a quarter of an actor's
+share of what is left, between 4 and 64 episodes. Early chunks are large
+enough to amortise Ray's per-call cost (a millisecond or so) over dozens of
+episodes; the last ones are small, so no actor sits idle at the end while
+another plays a long chunk.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ _IN_FLIGHT = 2
 
 _RETIRE_AFTER = 3
 """An actor that died this many times is given no more chunks."""
+
+_MIN_CHUNK, _MAX_CHUNK = 4, 64
+"""Bounds of a chunk's size when the caller names none (see the module docstring)."""
 
 
 def lost_record(planned: Planned, *, split: str, agent: str, world_hash: str, error: BaseException) -> EpisodeRecord:
@@ -151,17 +156,21 @@ class EpisodePool:
         ray = self._ray
         todo = list(planned)
         total = len(todo)
-        if chunk_size is None:
-            chunk_size = max(1, min(64, math.ceil(total / (self.workers * 4))))
-        chunks = [todo[i : i + chunk_size] for i in range(0, total, chunk_size)]
-        chunks.reverse()  # popped from the end: plan order
+        cursor = 0
         in_flight: dict[Any, tuple[int, list[Planned]]] = {}
         done: dict[int, EpisodeRecord] = {}
         ordered: list[EpisodeRecord] = []
 
+        def next_chunk() -> list[Planned]:
+            nonlocal cursor
+            size = chunk_size or max(_MIN_CHUNK, min(_MAX_CHUNK, math.ceil((total - cursor) / (self.workers * 4))))
+            chunk = todo[cursor : cursor + size]
+            cursor += len(chunk)
+            return chunk
+
         def submit(k: int) -> None:
-            if chunks and self._deaths[k] < _RETIRE_AFTER:
-                chunk = chunks.pop()
+            if cursor < total and self._deaths[k] < _RETIRE_AFTER:
+                chunk = next_chunk()
                 in_flight[self.actors[k].play.remote(chunk)] = (k, chunk)
 
         def emit(records: list[EpisodeRecord]) -> None:
@@ -182,7 +191,7 @@ class EpisodePool:
             (ref,), _ = ray.wait(list(in_flight), num_returns=1)
             k, chunk = in_flight.pop(ref)
             try:
-                records = ray.get(ref)
+                records = ray.get(ref).unpack()
             except ray.exceptions.RayActorError as err:
                 self._deaths[k] += 1
                 records = [self._lost(p, err) for p in chunk]
@@ -195,10 +204,10 @@ class EpisodePool:
                 records = [self._lost(p, err) for p in chunk]
             emit(records)
             submit(k)
-            if not in_flight and chunks:  # every actor retired: the rest is lost too
+            if not in_flight and cursor < total:  # every actor retired: the rest is lost too
                 gone = WorkerError("every Ray worker of the pool died")
-                while chunks:
-                    emit([self._lost(p, gone) for p in chunks.pop()])
+                emit([self._lost(p, gone) for p in todo[cursor:]])
+                cursor = total
         return ordered
 
     def _lost(self, planned: Planned, err: BaseException) -> EpisodeRecord:
