@@ -171,3 +171,21 @@ def test_resident_limit_has_a_floor(limit: int) -> None:
     assert world.image.resident == limit
     for s in sessions:
         s.close()
+
+
+def test_a_graded_session_can_park() -> None:
+    from mirrorworld.verify import verify
+
+    world = _world(4)
+    tasks = _tasks(world, 6)
+    graded = []
+    for t in tasks:
+        s = world.session(t)
+        for call in t.gold:
+            s.call(call.tool, call.args)
+        graded.append((s, verify(s).passed))
+    assert all(ok for _, ok in graded)
+    assert world.image.resident <= 4  # grading left no session holding its clone
+    assert [verify(s).passed for s, _ in graded] == [True] * 6  # parked ones graded again, the same
+    for s, _ in graded:
+        s.close()

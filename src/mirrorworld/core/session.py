@@ -456,11 +456,14 @@ class Session:
 
         Rows written through it count as touched, and as written by no call.
         The connection stays the session's until its next call or its close
-        (then it may be lent to another session of the image): code that runs
-        on every step should use :meth:`borrow` instead.
+        (then it may be lent to another session of the image), or, taken
+        inside a :meth:`borrow` block, until the block ends: code that runs on
+        every step should use :meth:`borrow`.
         """
+        outside = self._pins == 0  # inside ``borrow`` the block keeps the connection in place
         with self._hold() as conn:
-            self._sticky = True
+            if outside:
+                self._sticky = True
             self._settle()
         return conn
 

@@ -99,6 +99,10 @@ class Verifier:
         self.judge = judge
 
     def __call__(self, session: Session) -> Verdict:
+        with session.borrow():  # the session keeps its connection while graded, and may park after
+            return self._grade(session)
+
+    def _grade(self, session: Session) -> Verdict:
         task = session.task
         if task is None:
             raise VerifierError("a session without a task cannot be graded")
