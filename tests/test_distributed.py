@@ -314,3 +314,14 @@ def test_bench_ray_reports_both_rates_and_their_ratio(cluster: str, capsys: pyte
     assert report["workers"] == 2 and report["episodes"] == 12 and report["rounds"] == 3
     assert report["one_worker_per_s"] > 0 and report["workers_per_s"] > 0 and report["cpu_ceiling"] > 0
     assert report["ratio"] == pytest.approx(report["workers_per_s"] / report["one_worker_per_s"], rel=0.01)
+
+
+class CrashAlways(CrashOn):
+    def reset(self, context: EpisodeContext) -> None:
+        os._exit(1)
+
+
+def test_a_worker_that_keeps_dying_is_retired_and_the_run_still_ends(cluster: str) -> None:
+    records = run_on_ray(WORLD, CrashAlways(""), episodes=6, workers=1, chunk_size=1)
+    assert [r.index for r in records] == list(range(6))
+    assert all(r.failure is not None and r.failure.boundary == "infrastructure" for r in records)

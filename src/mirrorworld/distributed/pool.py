@@ -157,7 +157,11 @@ class EpisodePool:
         todo = list(planned)
         total = len(todo)
         cursor = 0
-        in_flight: dict[Any, tuple[int, list[Planned]]] = {}
+        in_flight: dict[Any, tuple[int, int, list[Planned]]] = {}
+        sent = 0
+        # A death fails the chunk being played and the one queued behind it: it counts once, for
+        # the chunks sent before the failure was seen.
+        counted = [-1] * self.workers
         done: dict[int, EpisodeRecord] = {}
         ordered: list[EpisodeRecord] = []
 
@@ -169,9 +173,11 @@ class EpisodePool:
             return chunk
 
         def submit(k: int) -> None:
+            nonlocal sent
             if cursor < total and self._deaths[k] < _RETIRE_AFTER:
                 chunk = next_chunk()
-                in_flight[self.actors[k].play.remote(chunk)] = (k, chunk)
+                in_flight[self.actors[k].play.remote(chunk)] = (k, sent, chunk)
+                sent += 1
 
         def emit(records: list[EpisodeRecord]) -> None:
             for r in records:
@@ -189,11 +195,13 @@ class EpisodePool:
                 submit(k)
         while in_flight:
             (ref,), _ = ray.wait(list(in_flight), num_returns=1)
-            k, chunk = in_flight.pop(ref)
+            k, seq, chunk = in_flight.pop(ref)
             try:
                 records = ray.get(ref).unpack()
             except ray.exceptions.RayActorError as err:
-                self._deaths[k] += 1
+                if seq > counted[k]:
+                    self._deaths[k] += 1
+                    counted[k] = sent - 1  # the last chunk sent so far
                 records = [self._lost(p, err) for p in chunk]
             except ray.exceptions.RayTaskError as err:
                 cause = err.cause if isinstance(getattr(err, "cause", None), BaseException) else None
