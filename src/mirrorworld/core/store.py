@@ -72,9 +72,6 @@ RESIDENT_BYTES = int(os.environ.get("MIRRORWORLD_RESIDENT_MB", "256")) << 20
 MIN_RESIDENT, MAX_RESIDENT = 4, 64
 """Bounds on how many sessions of one image hold a clone at once, whatever the image's size."""
 
-MMAP_BYTES = 1 << 34
-"""``PRAGMA mmap_size`` of every clone: large enough to read any image in place."""
-
 QUERY_MEMO = 4096
 """Most distinct pristine-image queries whose answers an image keeps (:meth:`Image.query`)."""
 
@@ -127,8 +124,6 @@ def connect_image(data: bytes) -> Clone:
     conn.create_function("mw_log", 2, mw_log)
     conn.deserialize(data)
     conn.execute("PRAGMA foreign_keys=ON")
-    # Pages are read in place from the clone's buffer, not copied into a page cache beside it.
-    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     conn.reader = conn.cursor()
     return conn
 
