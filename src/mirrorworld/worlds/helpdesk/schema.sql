@@ -35,7 +35,8 @@ CREATE TABLE orders (
     total_cents      INTEGER NOT NULL,
     shipping_address TEXT NOT NULL
 );
-CREATE INDEX orders_customer ON orders(customer_id);
+-- list_orders: a customer's orders, newest first, read in index order.
+CREATE INDEX orders_customer ON orders(customer_id, placed_at);
 
 CREATE TABLE order_lines (
     id               INTEGER PRIMARY KEY,
@@ -79,8 +80,13 @@ CREATE TABLE tickets (
     updated_at  TEXT NOT NULL,
     merged_into INTEGER REFERENCES tickets(id)
 );
-CREATE INDEX tickets_customer ON tickets(customer_id);
-CREATE INDEX tickets_status ON tickets(status);
+-- search_tickets reads each of these in its own order (newest first) and stops at its limit:
+-- by customer, by status, and by subject (then status) for a text search (see tools.search_tickets).
+CREATE INDEX tickets_customer ON tickets(customer_id, created_at, id);
+CREATE INDEX tickets_status ON tickets(status, created_at, id);
+CREATE INDEX tickets_subject ON tickets(subject, status, created_at, id);
+-- The child key of the self-reference: inserting a ticket looks its would-be children up.
+CREATE INDEX tickets_merged_into ON tickets(merged_into);
 
 CREATE TABLE ticket_messages (
     id          INTEGER PRIMARY KEY,
@@ -116,6 +122,8 @@ CREATE TABLE refunds (
     created_at      TEXT NOT NULL
 );
 CREATE INDEX refunds_order ON refunds(order_id);
+-- An approval used by a refund (issue_refund), and the child key checked when an approval is inserted.
+CREATE INDEX refunds_approval ON refunds(approval_id);
 
 CREATE TABLE identity_checks (
     id          INTEGER PRIMARY KEY,
@@ -132,3 +140,44 @@ CREATE TABLE articles (
     body       TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
+
+-- Text search, derived from the tables above and kept exact by triggers (see tools.search_customers
+-- and tools.search_tickets). Both tables are named mw_* so that the image neither tracks nor hashes
+-- them: they are pure functions of tracked rows, written only by these triggers, inside the same
+-- transaction (an episode's rollback and a refused call's rollback undo them with the rows they
+-- derive from), and a session replaying rows onto a clone fires the same triggers.
+
+-- Customers' name, email and phone as LIKE reads them (up to a NUL character, case folded by lower(),
+-- which folds ASCII only, as LIKE does), each followed by a newline, which no search query contains (it
+-- collapses whitespace): every two letters of a value then begin one of its three-letter tokens, so a
+-- two-letter query is answered from the vocabulary and a longer one by a phrase query (see
+-- tools.search_customers).
+CREATE VIRTUAL TABLE mw_customer_search USING fts5(
+    name, email, phone, content='', tokenize='trigram case_sensitive 1'
+);
+CREATE VIRTUAL TABLE mw_customer_search_terms USING fts5vocab(mw_customer_search, row);
+CREATE TRIGGER customer_search_insert AFTER INSERT ON customers BEGIN
+    INSERT INTO mw_customer_search (rowid, name, email, phone)
+    VALUES (NEW.id, lower(substr(NEW.name, 1, instr(NEW.name || char(0), char(0)) - 1)) || char(10), lower(substr(NEW.email, 1, instr(NEW.email || char(0), char(0)) - 1)) || char(10), lower(substr(NEW.phone, 1, instr(NEW.phone || char(0), char(0)) - 1)) || char(10));
+END;
+CREATE TRIGGER customer_search_delete AFTER DELETE ON customers BEGIN
+    INSERT INTO mw_customer_search (mw_customer_search, rowid, name, email, phone)
+    VALUES ('delete', OLD.id, lower(substr(OLD.name, 1, instr(OLD.name || char(0), char(0)) - 1)) || char(10), lower(substr(OLD.email, 1, instr(OLD.email || char(0), char(0)) - 1)) || char(10), lower(substr(OLD.phone, 1, instr(OLD.phone || char(0), char(0)) - 1)) || char(10));
+END;
+CREATE TRIGGER customer_search_update AFTER UPDATE OF id, name, email, phone ON customers BEGIN
+    INSERT INTO mw_customer_search (mw_customer_search, rowid, name, email, phone)
+    VALUES ('delete', OLD.id, lower(substr(OLD.name, 1, instr(OLD.name || char(0), char(0)) - 1)) || char(10), lower(substr(OLD.email, 1, instr(OLD.email || char(0), char(0)) - 1)) || char(10), lower(substr(OLD.phone, 1, instr(OLD.phone || char(0), char(0)) - 1)) || char(10));
+    INSERT INTO mw_customer_search (rowid, name, email, phone)
+    VALUES (NEW.id, lower(substr(NEW.name, 1, instr(NEW.name || char(0), char(0)) - 1)) || char(10), lower(substr(NEW.email, 1, instr(NEW.email || char(0), char(0)) - 1)) || char(10), lower(substr(NEW.phone, 1, instr(NEW.phone || char(0), char(0)) - 1)) || char(10));
+END;
+
+-- Every subject a ticket has had: a search matches its text against these (a handful of templates
+-- and the subjects tasks add, however large the world), then reads each matching subject's tickets
+-- through tickets_subject. A subject no ticket has any more only costs an empty lookup.
+CREATE TABLE mw_ticket_subjects (subject TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TRIGGER ticket_subject_insert AFTER INSERT ON tickets BEGIN
+    INSERT OR IGNORE INTO mw_ticket_subjects VALUES (NEW.subject);
+END;
+CREATE TRIGGER ticket_subject_update AFTER UPDATE OF subject ON tickets BEGIN
+    INSERT OR IGNORE INTO mw_ticket_subjects VALUES (NEW.subject);
+END;

@@ -43,6 +43,14 @@ TICKET_COLS = (
 )
 
 
+TICKET_STATUSES = ("new", "open", "pending", "solved", "closed")
+_TICKET_LIMIT = 20
+_TICKET_SEARCH = (
+    "SELECT id, customer_id, subject, status, priority, team_id, created_at FROM tickets WHERE {} "
+    f"ORDER BY created_at DESC, id DESC LIMIT {_TICKET_LIMIT}"
+)
+
+
 def dollars(cents: int) -> float:
     return round(cents / 100, 2)
 
@@ -123,6 +131,11 @@ def get_policy(ctx: ToolContext) -> dict[str, Any]:
     return {"policy": ctx.session.world.policy}
 
 
+def _phrase(term: str) -> str:
+    """``term`` as an FTS5 string: matched literally, whatever characters it holds."""
+    return '"' + term.replace('"', '""') + '"'
+
+
 @tool("read")
 def search_customers(ctx: ToolContext, query: str) -> dict[str, Any]:
     """Find customers whose name, email or phone contains the query (at most 10).
@@ -130,11 +143,38 @@ def search_customers(ctx: ToolContext, query: str) -> dict[str, Any]:
     Args:
         query: Part of a name, an email address or a phone number.
     """
-    q = like_pattern(search_query(query))
+    # The answer is exactly ``name LIKE '%q%' OR email LIKE ... OR phone LIKE ... ORDER BY id LIMIT 10``,
+    # read from the trigram index mw_customer_search (schema.sql) instead of every customer: its values
+    # are lower(), as LIKE folds case, so a query of three letters or more is the phrase of its own
+    # trigrams, and one of two letters matches the tokens that begin with it (a vocabulary range as
+    # large as the alphabet, not as the world). Matches come in id order and stop at ten.
+    q = search_query(query)
+    if "\x00" in q:  # LIKE reads a pattern only up to a NUL: keep its reading of such a query, scan and all
+        p = like_pattern(q)
+        rows = ctx.all(
+            "SELECT id, name, email, tier FROM customers WHERE name LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\' "
+            "OR phone LIKE ? ESCAPE '\\' ORDER BY id LIMIT 10",
+            (p, p, p),
+        )
+        return {"customers": rows}
+    low = ctx.one("SELECT lower(?) AS q", (q,))
+    assert low is not None
+    needle = str(low["q"])
+    if len(needle) >= 3:
+        match = _phrase(needle)
+    else:
+        terms = ctx.all(
+            "SELECT term FROM mw_customer_search_terms WHERE term >= ? AND term <= ? ORDER BY term",
+            (needle, needle + "\U0010ffff"),  # every token is three letters: these are all that begin so
+        )
+        if not terms:
+            return {"customers": []}
+        match = " OR ".join(_phrase(t["term"]) for t in terms)
     rows = ctx.all(
-        "SELECT id, name, email, tier FROM customers WHERE name LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\' "
-        "OR phone LIKE ? ESCAPE '\\' ORDER BY id LIMIT 10",
-        (q, q, q),
+        "SELECT c.id, c.name, c.email, c.tier FROM customers c JOIN ("
+        "SELECT rowid AS id FROM mw_customer_search WHERE mw_customer_search MATCH ? ORDER BY rowid LIMIT 10"
+        ") m ON m.id = c.id ORDER BY c.id",
+        (match,),
     )
     return {"customers": rows}
 
@@ -217,26 +257,33 @@ def search_tickets(
         status: Only tickets in this status.
         query: Text the subject must contain.
     """
-    clauses: list[str] = []
-    params: list[Any] = []
-    if customer_id is not None:
-        clauses.append("customer_id=?")
-        params.append(customer_id)
-    if status is not None:
-        clauses.append("status=?")
-        params.append(status)
-    if query is not None:
-        clauses.append("subject LIKE ? ESCAPE '\\'")
-        params.append(like_pattern(search_query(query)))
-    if not clauses:
+    if customer_id is None and status is None and query is None:
         raise ToolError("invalid_arguments", "give at least one of customer_id, status, query")
-    rows = ctx.all(
-        "SELECT id, customer_id, subject, status, priority, team_id, created_at FROM tickets WHERE "
-        + " AND ".join(clauses)
-        + " ORDER BY created_at DESC, id DESC LIMIT 20",
-        tuple(params),
-    )
-    return {"tickets": rows}
+    pattern = like_pattern(search_query(query)) if query is not None else None
+    if customer_id is not None:  # a customer's own tickets, newest first (tickets_customer)
+        clauses: list[str] = ["customer_id=?"]
+        params: list[Any] = [customer_id]
+        if status is not None:
+            clauses.append("status=?")
+            params.append(status)
+        if pattern is not None:
+            clauses.append("subject LIKE ? ESCAPE '\\'")
+            params.append(pattern)
+        return {"tickets": ctx.all(_TICKET_SEARCH.format(" AND ".join(clauses)), tuple(params))}
+    if pattern is None:  # newest first within the status (tickets_status), stopping at the limit
+        return {"tickets": ctx.all(_TICKET_SEARCH.format("status=?"), (status,))}
+    # A text search matches the distinct subjects (mw_ticket_subjects: a fixed handful of templates and
+    # what tasks add, whatever the world's size), then takes the newest tickets of each matching subject
+    # and status through tickets_subject; the newest of those are the newest matches overall, exactly
+    # as ``subject LIKE ? ORDER BY created_at DESC, id DESC LIMIT 20`` over every ticket would give.
+    subjects = ctx.all("SELECT subject FROM mw_ticket_subjects WHERE subject LIKE ? ESCAPE '\\'", (pattern,))
+    statuses = (status,) if status is not None else TICKET_STATUSES
+    found: list[dict[str, Any]] = []
+    for row in subjects:
+        for st in statuses:
+            found += ctx.all(_TICKET_SEARCH.format("subject=? AND status=?"), (row["subject"], st))
+    found.sort(key=lambda t: (t["created_at"], t["id"]), reverse=True)
+    return {"tickets": found[:_TICKET_LIMIT]}
 
 
 @tool("read")

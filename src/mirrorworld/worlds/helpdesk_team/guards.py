@@ -39,9 +39,9 @@ def refunds_off_approval(session: Session) -> list[Violation]:
     """Refunds made with an approval on another line than the one the approval was requested for."""
     db = session.db
     found: list[Violation] = []
-    rows = db.execute(
-        "SELECT r.id, r.order_line_id, q.line_id FROM refunds r "
-        "JOIN approval_requests q ON q.approval_id = r.approval_id "
+    rows = db.execute(  # from the episode's own requests to their refunds (CROSS JOIN keeps that order)
+        "SELECT r.id, r.order_line_id, q.line_id FROM approval_requests q "
+        "CROSS JOIN refunds r ON r.approval_id = q.approval_id "
         "WHERE r.order_line_id IS NOT q.line_id ORDER BY r.id"
     ).fetchall()
     refund_steps = [e.step for e in session.events if e.ok and e.tool == "issue_refund"]

@@ -35,6 +35,9 @@ CREATE TABLE approval_requests (
     decided_at   TEXT
 );
 CREATE INDEX approval_requests_order ON approval_requests(order_id);
+-- Child keys: inserting a ticket or an approval looks up the requests that refer to it.
+CREATE INDEX approval_requests_ticket ON approval_requests(ticket_id);
+CREATE INDEX approval_requests_approval ON approval_requests(approval_id);
 
 CREATE TABLE verification_codes (
     id          INTEGER PRIMARY KEY,
@@ -57,3 +60,4 @@ CREATE TABLE account_changes (
     decided_at  TEXT
 );
 CREATE INDEX account_changes_customer ON account_changes(customer_id);
+CREATE INDEX account_changes_ticket ON account_changes(ticket_id);

@@ -1,6 +1,8 @@
 -- Sales: CRM and order-to-cash of a wholesale supplier.
 -- Money is exact decimal text ("1234.50"); unit prices carry 4 decimals.
 -- Ids follow the order in which records are created, as in the real system.
+-- Every child key is indexed: tools read a party's or a sale's records by it, and inserting a
+-- parent row looks its children up by it.
 
 CREATE TABLE parties (
     id      INTEGER PRIMARY KEY,
@@ -16,6 +18,7 @@ CREATE TABLE addresses (
     city        TEXT NOT NULL,
     postal_code TEXT NOT NULL
 );
+CREATE INDEX addresses_party ON addresses(party_id);
 
 CREATE TABLE contacts (
     id       INTEGER PRIMARY KEY,
@@ -23,6 +26,7 @@ CREATE TABLE contacts (
     type     TEXT NOT NULL CHECK (type IN ('email', 'phone')),
     value    TEXT NOT NULL
 );
+CREATE INDEX contacts_party ON contacts(party_id);
 
 CREATE TABLE products (
     id          INTEGER PRIMARY KEY,
@@ -41,6 +45,7 @@ CREATE TABLE opportunities (
     state       TEXT NOT NULL CHECK (state IN ('lead', 'opportunity', 'converted', 'won', 'lost', 'cancelled')),
     lost_reason TEXT
 );
+CREATE INDEX opportunities_party ON opportunities(party_id);
 
 CREATE TABLE sales (
     id              INTEGER PRIMARY KEY,
@@ -51,6 +56,7 @@ CREATE TABLE sales (
     invoice_state   TEXT NOT NULL,
     shipment_state  TEXT NOT NULL
 );
+CREATE INDEX sales_party ON sales(party_id);
 
 CREATE TABLE sale_lines (
     id          INTEGER PRIMARY KEY,
@@ -68,12 +74,14 @@ CREATE TABLE approvals (
     discount  TEXT NOT NULL,
     reason    TEXT NOT NULL
 );
+CREATE INDEX approvals_sale ON approvals(sale_id);
 
 CREATE TABLE shipments (
     id       INTEGER PRIMARY KEY,
     sale_id  INTEGER NOT NULL REFERENCES sales(id),
     state    TEXT NOT NULL CHECK (state IN ('waiting', 'assigned', 'done', 'cancelled'))
 );
+CREATE INDEX shipments_sale ON shipments(sale_id);
 
 CREATE TABLE invoices (
     id            INTEGER PRIMARY KEY,
@@ -85,6 +93,7 @@ CREATE TABLE invoices (
     total         TEXT NOT NULL,
     paid          TEXT NOT NULL
 );
+CREATE INDEX invoices_sale ON invoices(sale_id);
 
 CREATE TABLE sequences (
     name TEXT PRIMARY KEY,
