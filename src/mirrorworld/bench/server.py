@@ -25,7 +25,9 @@ before the next (no pipelining):
   read before and after.
 
 Figures are requests per second and latency percentiles (µs) as measured by
-the client, and the ratio to the ceiling. On a 2-core machine the load
+the client, the ratio to the ceiling, and the server process's CPU time per
+request (from ``/proc``), with the echo's CPU per request over the server's:
+the load generator shares the cores, so throughput alone mixes in its cost. On a 2-core machine the load
 generator and the server share the cores, which is the same for both servers.
 Nothing here is asserted on in tests.
 """
@@ -243,6 +245,26 @@ async def _load(kind: str, port: int, clients: int, seconds: float, echo: bool) 
     return _figures(lat, seconds, errors)
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` (Linux ``/proc``; None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _with_cpu(pid: int, load: Any) -> dict[str, Any]:
+    """Run the ``load`` coroutine; its figures plus the server's CPU per request (``cpu_us``)."""
+    before = _cpu_seconds(pid)
+    out: dict[str, Any] = asyncio.run(load)
+    after = _cpu_seconds(pid)
+    if before is not None and after is not None and out["requests"]:
+        out["cpu_us"] = round((after - before) / out["requests"] * 1e6, 1)
+    return out
+
+
 def _figures(lat: list[float], seconds: float, errors: int) -> dict[str, Any]:
     lat.sort()
 
@@ -309,12 +331,12 @@ def bench_server(
     }
     with tempfile.TemporaryDirectory() as tmp:
         log_path = str(Path(tmp) / "server.log")
-        with _spawned("echo", log_path) as (port, _):
-            report["echo_http"] = asyncio.run(_load("http", port, clients, seconds, echo=True))
-            report["echo_ws"] = asyncio.run(_load("ws", port, clients, seconds, echo=True))
+        with _spawned("echo", log_path) as (port, pid):
+            report["echo_http"] = _with_cpu(pid, _load("http", port, clients, seconds, echo=True))
+            report["echo_ws"] = _with_cpu(pid, _load("ws", port, clients, seconds, echo=True))
         with _spawned("mirrorworld", log_path) as (port, pid):
-            report["http"] = asyncio.run(_load("http", port, clients, seconds, echo=False))
-            report["ws"] = asyncio.run(_load("ws", port, clients, seconds, echo=False))
+            report["http"] = _with_cpu(pid, _load("http", port, clients, seconds, echo=False))
+            report["ws"] = _with_cpu(pid, _load("ws", port, clients, seconds, echo=False))
             single = max(seconds / 3, 0.2)
             report["http_1"] = asyncio.run(_load("http", port, 1, single, echo=False))
             report["ws_1"] = asyncio.run(_load("ws", port, 1, single, echo=False))
@@ -324,6 +346,8 @@ def bench_server(
     for kind in ("http", "ws"):
         ceiling = report[f"echo_{kind}"]["rate"]
         report[kind]["vs_echo"] = round(report[kind]["rate"] / ceiling, 3) if ceiling else None
+        echo_cpu, cpu = report[f"echo_{kind}"].get("cpu_us"), report[kind].get("cpu_us")
+        report[kind]["cpu_vs_echo"] = round(echo_cpu / cpu, 3) if echo_cpu and cpu else None
     report["targets"] = {
         "ws_rate": 5000,
         "http_rate": 4000,
@@ -338,7 +362,8 @@ def format_server_report(report: dict[str, Any]) -> str:
     lines = [
         f"server benchmark: {report['clients']} concurrent clients, {report['seconds']:g} s per run, "
         f"{report['cpus']} CPUs, Python {report['python']}",
-        f"{'':24}{'req/s':>10}{'p50 µs':>10}{'p90 µs':>10}{'p99 µs':>10}{'vs echo':>9}{'errors':>8}",
+        f"{'':24}{'req/s':>10}{'p50 µs':>10}{'p90 µs':>10}{'p99 µs':>10}{'vs echo':>9}{'errors':>8}"
+        f"{'server CPU µs':>15}{'vs echo':>9}",
     ]
     for key, label in (
         ("echo_http", "FastAPI echo, HTTP"),
@@ -350,9 +375,11 @@ def format_server_report(report: dict[str, Any]) -> str:
     ):
         r = report[key]
         ratio = f"{r['vs_echo']:.2f}" if r.get("vs_echo") is not None else ""
+        cpu = f"{r['cpu_us']:,.1f}" if r.get("cpu_us") is not None else ""
+        cpu_ratio = f"{r['cpu_vs_echo']:.2f}" if r.get("cpu_vs_echo") is not None else ""
         lines.append(
             f"{label:24}{r['rate']:>10,.0f}{r['p50_us']:>10,.0f}{r['p90_us']:>10,.0f}{r['p99_us']:>10,.0f}"
-            f"{ratio:>9}{r['errors']:>8}"
+            f"{ratio:>9}{r['errors']:>8}{cpu:>15}{cpu_ratio:>9}"
         )
     m = report["memory"]
     lines.append(
