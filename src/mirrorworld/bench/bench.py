@@ -722,7 +722,7 @@ def _num(value: float, unit: str) -> str:
     if unit in ("steps/s", "episodes/s"):
         return f"{value:,.0f}"
     if unit == "MB":
-        return f"{value:,.2f}"
+        return f"{value:,.2f}" if value >= 0.1 else f"{value:.4f}"
     return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
 
 
