@@ -86,7 +86,7 @@ def _child(kind: str, fd: int, log_path: str) -> None:
     import uvicorn
 
     from mirrorworld.server.config import ServerConfig
-    from mirrorworld.server.run import run_async, uvicorn_config
+    from mirrorworld.server.run import run_async, settle_heap, uvicorn_config
 
     config = ServerConfig(max_sessions=100_000, max_steps_limit=10_000_000, idle_timeout_s=3600)
     if kind == "echo":
@@ -101,6 +101,7 @@ def _child(kind: str, fd: int, log_path: str) -> None:
         logger.setLevel(logging.INFO)
         logger.propagate = False
         app = create_app(config)
+        settle_heap(app)  # as ``mirrorworld serve`` does
     sock = socket.socket(fileno=fd)
     server = uvicorn.Server(uvicorn_config(app, config, fd=None))
     run_async(server.serve(sockets=[sock]))
