@@ -14,6 +14,7 @@ every world shares (images, sessions, task lookup, gold replay, hashing).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import sqlite3
@@ -97,6 +98,14 @@ class Prepared:
     initial_marks: tuple[bool, ...] | None = None
     """``World.progress_marks`` in the initial state, for the process reward."""
     clock: str | None = None
+
+
+@functools.lru_cache(maxsize=1024)
+def _setup_sql(insert: bool, table: str, names: tuple[str, ...]) -> str:
+    """The statement of a setup write (tasks of a family share a few shapes)."""
+    if insert:
+        return f"INSERT INTO {table} ({','.join(names)}) VALUES ({','.join('?' * len(names))})"
+    return f"UPDATE {table} SET {','.join(f'{n}=?' for n in names)} WHERE rowid=?"
 
 
 @dataclass(frozen=True)
@@ -334,23 +343,28 @@ class World(ABC):
         if hit is not None and hit.task is task:
             return hit
         statements = []
+        image = self.image
         for op in task.setup:
-            cols = self.image.columns.get(op.table)
+            cols = image.columns.get(op.table)
             if cols is None or not set(op.values) <= set(cols):
                 raise TaskError(f"{task.id}: setup writes unknown table or columns in {op.table}")
-            names = list(op.values)
+            names = tuple(op.values)
             values = tuple(op.values[n] for n in names)
-            if op.op == "insert":
-                sql = f"INSERT INTO {op.table} ({','.join(names)}) VALUES ({','.join('?' * len(names))})"
-                statements.append((sql, values))
-            else:
-                sets = ",".join(f"{n}=?" for n in names)
-                statements.append((f"UPDATE {op.table} SET {sets} WHERE rowid=?", (*values, op.pk)))
+            sql = _setup_sql(op.op == "insert", op.table, names)
+            statements.append((sql, values) if op.op == "insert" else (sql, (*values, op.pk)))
         prep = Prepared(task, statements)
+        if not any(op.table in image.untracked for op in task.setup):
+            prep.clock = self._epoch_clock  # the setup leaves the clock as the image has it
         self._prepared[key] = prep
         if len(self._prepared) > 4096:
             self._prepared.popitem(last=False)
         return prep
+
+    @cached_property
+    def _epoch_clock(self) -> str | None:
+        """The simulated time in the pristine image (None without a clock row: sessions then say so)."""
+        rows = self.image.query("SELECT now FROM sim_clock WHERE id=1")
+        return str(rows[0][0]) if rows else None
 
     def apply_setup(self, conn: sqlite3.Connection, task: Task) -> None:
         """Apply a task's setup writes (parameterised; tables and columns checked)."""
