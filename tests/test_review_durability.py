@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mirrorworld.errors import MirrorworldError
 from mirrorworld.review.queue import SamplingPlan, build_queue
 from mirrorworld.review.store import ReviewStore
 from mirrorworld.review.testing import ReviewerClient, make_runs
@@ -121,10 +122,12 @@ def test_killed_server_loses_no_acknowledged_review(tmp_path: Path) -> None:
                         finished.add(name)
                         return
                     resp = client.grade(item_id, item_id % 3 != 0, reason=f"{name} graded {item_id}")
-                except (httpx.TransportError, httpx.RemoteProtocolError):
+                except (httpx.TransportError, httpx.RemoteProtocolError, MirrorworldError):
+                    # The server is down, or answered a page of its own while (re)starting (no form on
+                    # it): wait for it and keep the same session.
                     with lock:
                         interrupted.append(name)
-                    time.sleep(0.05)  # the server is down: wait for it, keep the same session
+                    time.sleep(0.05)
                     continue
                 if resp.status_code == 303:
                     with lock:
