@@ -40,7 +40,7 @@ import platform
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from mirrorworld.bench.baseline import JsonBaseline, Tables, Write, dump_tables, writes_from_changes
 from mirrorworld.bench.measure import measure_memory
+from mirrorworld.bench.measure import timed as _timed
 from mirrorworld.bench.scale import BUDGET_BYTES, SCALE_PLANS, ScalePlan, bench_scale, live_memory
 from mirrorworld.core.registry import default
 from mirrorworld.core.session import Session
@@ -133,25 +134,6 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def _us(ns: Sequence[int]) -> list[float]:
     return [v / 1000 for v in ns]
-
-
-def _timed(fn: Callable[[int], object], n: int, warmup: int = 0, *, collect: bool = True) -> list[int]:
-    """Call ``fn(i)`` ``n`` times after ``warmup`` untimed calls; the duration of each, in ns.
-
-    The garbage collector stays on (its pauses are part of the cost); ``collect``
-    runs a full collection before the timed calls.
-    """
-    for i in range(warmup):
-        fn(i)
-    if collect:
-        gc.collect()
-    clock = time.perf_counter_ns
-    out = []
-    for i in range(n):
-        t0 = clock()
-        fn(i)
-        out.append(clock() - t0)
-    return out
 
 
 # -- the report -------------------------------------------------------------------

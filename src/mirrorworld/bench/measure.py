@@ -1,15 +1,16 @@
-"""Measuring memory: resident set, SQLite's heap and Python's allocations, per object held."""
+"""Measuring: the duration of each call, and memory per object held (RSS, SQLite heap, Python allocations)."""
 
 from __future__ import annotations
 
 import ctypes
 import gc
 import os
+import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Memory", "measure_memory", "rss_bytes", "sqlite_memory_used"]
+__all__ = ["Memory", "measure_memory", "rss_bytes", "sqlite_memory_used", "timed"]
 
 
 def rss_bytes() -> int:
@@ -69,3 +70,22 @@ def measure_memory(make: Callable[[int], object], n: int) -> tuple[Memory, list[
     if sq is None:  # SQLite's heap is invisible to tracemalloc: fall back on RSS growth
         return Memory(max(rss_b, py / n), 0.0, py / n, rss_b, "rss"), held
     return Memory(sqlite_b + py / n, sqlite_b, py / n, rss_b, "sqlite3_memory_used+tracemalloc"), held
+
+
+def timed(fn: Callable[[int], object], n: int, warmup: int = 0, *, collect: bool = True) -> list[int]:
+    """Call ``fn(i)`` ``n`` times after ``warmup`` untimed calls; the duration of each, in ns.
+
+    The garbage collector stays on (its pauses are part of the cost); ``collect``
+    runs a full collection before the timed calls.
+    """
+    for i in range(warmup):
+        fn(i)
+    if collect:
+        gc.collect()
+    clock = time.perf_counter_ns
+    out = []
+    for i in range(n):
+        t0 = clock()
+        fn(i)
+        out.append(clock() - t0)
+    return out

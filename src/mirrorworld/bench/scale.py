@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mirrorworld.bench.measure import Memory, measure_memory
+from mirrorworld.bench.measure import timed as _timed
 from mirrorworld.core.session import Session
 from mirrorworld.core.store import connect_image
 from mirrorworld.core.task import Task
@@ -80,16 +81,6 @@ def _p50(ns: Sequence[int]) -> float:
     return ordered[(len(ordered) - 1) // 2] / 1000
 
 
-def _time_each(fn: Callable[[int], object], n: int) -> list[int]:
-    clock = time.perf_counter_ns
-    out = []
-    for i in range(n):
-        t0 = clock()
-        fn(i)
-        out.append(clock() - t0)
-    return out
-
-
 def _one_write(world: World, task: Task) -> Session:
     """A live session on ``task`` after its first gold write (a committed call)."""
     s = world.session(task)
@@ -130,7 +121,7 @@ def _one_scale(world: World, plan: ScalePlan) -> dict[str, float]:
     out: dict[str, float] = {"build_s": time.perf_counter() - t0, "image_mb": image.nbytes / 1e6}
     env = MirrorEnv(world)
     env.reset(seed=0)
-    out["fresh_reset_us"] = _p50(_time_each(lambda i: env.reset(seed=FRESH_SEEDS + i), plan.resets))
+    out["fresh_reset_us"] = _p50(_timed(lambda i: env.reset(seed=FRESH_SEEDS + i), plan.resets))
     env.close()
     # Fresh sessions with every resident clone lent out and every session kept alive.
     tasks = _tasks(world, plan.sessions, FRESH_SEEDS // 2)
@@ -139,23 +130,21 @@ def _one_scale(world: World, plan: ScalePlan) -> dict[str, float]:
         world.session(t).close()  # the task's clock and setup compiled: what is timed is the session
     held = [_one_write(world, tasks[i % len(tasks)]) for i in range(image.resident_limit)]
     made: list[Session] = []
-    out["fresh_session_us"] = _p50(_time_each(lambda i: made.append(world.session(tasks[i])), plan.sessions))
-    out["private_copy_us"] = _p50(_time_each(lambda i: connect_image(image.data).close(), min(plan.sessions, 30)))
+    out["fresh_session_us"] = _p50(_timed(lambda i: made.append(world.session(tasks[i])), plan.sessions))
+    out["private_copy_us"] = _p50(_timed(lambda i: connect_image(image.data).close(), min(plan.sessions, 30)))
     for s in held + made:
         s.close()
     held.clear()
     made.clear()
     with world.session(tasks[0]) as s:
         s.call("get_customer", {"customer_id": 1})
-        out["read_step_us"] = _p50(
-            _time_each(lambda i: s.call("get_customer", {"customer_id": 1 + i % 50}), plan.steps)
-        )
+        out["read_step_us"] = _p50(_timed(lambda i: s.call("get_customer", {"customer_id": 1 + i % 50}), plan.steps))
         if "search_customers" in world.tools_by_name:
             args = {"query": "Zzyzx Nomatch"}
-            out["search_nomatch_us"] = _p50(_time_each(lambda i: s.call("search_customers", args), plan.steps // 4))
+            out["search_nomatch_us"] = _p50(_timed(lambda i: s.call("search_customers", args), plan.steps // 4))
         if "search_tickets" in world.tools_by_name:
             args2 = {"status": "open"}
-            out["search_status_us"] = _p50(_time_each(lambda i: s.call("search_tickets", args2), plan.steps // 4))
+            out["search_status_us"] = _p50(_timed(lambda i: s.call("search_tickets", args2), plan.steps // 4))
     family = "update_email" if "update_email" in world.families_by_name else world.families[0].name
     verifier = Verifier()
     vtasks = [world.task(family, FRESH_SEEDS // 4 + i) for i in range(plan.verifies)]

@@ -276,12 +276,14 @@ class Session:
             self._settle()
             yield conn
 
-    @contextlib.contextmanager
-    def _hold(self) -> Iterator[Clone]:
-        """The session's clone, attached if it was parked and kept in place for the block."""
-        self._check_open()
-        image = self.image
-        with image.lock:
+    def _pin(self, *, release_db: bool = False) -> None:
+        """Keep the session's clone in place (attached first if it was parked); the caller unpins.
+
+        ``release_db``: a connection taken from ``db`` is good until the next call, which this is.
+        """
+        with self.image.lock:
+            if release_db:
+                self._sticky = False
             self._pins += 1
             if self._conn is None:
                 try:
@@ -289,6 +291,13 @@ class Session:
                 except BaseException:
                     self._pins -= 1
                     raise
+
+    @contextlib.contextmanager
+    def _hold(self) -> Iterator[Clone]:
+        """The session's clone, attached if it was parked and kept in place for the block."""
+        self._check_open()
+        image = self.image
+        self._pin()
         try:
             yield self._conn  # type: ignore[misc]
         finally:
@@ -331,15 +340,7 @@ class Session:
         except ToolError as err:
             return self._fail(step, name, spec.kind, None, err)
         image = self.image
-        with image.lock:
-            self._sticky = False  # a connection taken from ``db`` is good until the next call
-            self._pins += 1
-            if self._conn is None:
-                try:
-                    self._attach()
-                except BaseException:
-                    self._pins -= 1
-                    raise
+        self._pin(release_db=True)
         try:
             if spec.kind == "read":
                 return self._run_read(step, spec, kwargs)
