@@ -75,6 +75,14 @@ def test_sign_in_needs_the_right_password_and_form_token(env: App) -> None:
     assert c.http.get("/queue").status_code == 200
 
 
+def test_a_client_signed_in_already_keeps_its_session(env: App) -> None:
+    c = env.client("alice")
+    token = c.csrf
+    again = c.sign_in("alice", PASSWORDS["alice"])  # as after a sign-in whose answer was lost
+    assert again.status_code == 303 and again.headers["location"] == "/queue"
+    assert c.csrf == token and c.take() is not None
+
+
 def test_repeated_failed_sign_ins_lock_the_name_out(env: App) -> None:
     c = env.client()
     for _ in range(5):

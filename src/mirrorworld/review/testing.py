@@ -93,7 +93,16 @@ class ReviewerClient:
         self.csrf = ""
 
     def sign_in(self, name: str, password: str) -> Any:
-        page = self.http.get("/login")
+        """Sign in through the form; the response to the form's POST.
+
+        A client whose session is signed in already (say, its last sign-in was
+        answered but the answer was lost) is sent on by the sign-in page; it
+        keeps that session and gets that redirect back.
+        """
+        page = self.http.get("/login", follow_redirects=False)
+        if page.status_code == 303:
+            self.refresh()
+            return page
         token = _CSRF.search(page.text)
         if token is None:
             raise MirrorworldError("the sign-in page has no form token")
