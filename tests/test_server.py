@@ -264,6 +264,37 @@ def test_websocket_protocol(server: BackgroundServer, http: httpx.Client) -> Non
     is_error(http.get(f"/v1/sessions/{fork}"), 410, "session_closed")
 
 
+def test_websocket_route_without_the_gate_speaks_the_same_protocol() -> None:
+    """The gate serves ``/v1/ws`` itself; the FastAPI route (the app used without the gate) answers alike."""
+    from starlette.testclient import TestClient
+
+    from mirrorworld.server.app import create_app
+
+    transcripts = []
+    for inner in (False, True):
+        gate = create_app(ServerConfig(access_log=False))
+        with TestClient(gate.app if inner else gate) as c, c.websocket_connect("/v1/ws") as ws:
+            replies = []
+            for msg in (
+                {"op": "create", "id": 1, "family": "cancel_order", "seed": 1},
+                {"op": "ping", "id": 2},
+                {"op": "fly", "id": 3},
+            ):
+                ws.send_text(json.dumps(msg))
+                replies.append(json.loads(ws.receive_text()))
+            sid = replies[0]["data"]["session_id"]
+            ws.send_text(json.dumps({"op": "step", "id": 4, "session_id": sid, **STEP}))
+            step = json.loads(ws.receive_text())
+            assert step["data"]["result"]["customer"]["id"] == 3
+            replies.append({**step, "data": {k: v for k, v in step["data"].items() if k != "session_id"}})
+        assert sid not in gate.manager  # closed with its connection
+        replies[0]["data"].pop("session_id")
+        transcripts.append(replies)
+    assert transcripts[0] == transcripts[1]
+    assert transcripts[0][1] == {"id": 2, "data": {"pong": True}}
+    assert transcripts[0][2]["error"]["code"] == "invalid_request"
+
+
 # -- limits --------------------------------------------------------------------------
 
 

@@ -346,7 +346,7 @@ def test_tool_results_are_canonical_ascii_json(helpdesk: HelpdeskWorld, cancel_t
         assert json.loads(bad.content())["error"]["code"] == "invalid_arguments"
 
 
-def test_pristine_queries_are_answered_once_and_each_caller_gets_its_own_list() -> None:
+def test_pristine_queries_are_kept_immutable_and_lookups_never_push_out_candidates() -> None:
     import sqlite3
 
     from mirrorworld.core import store
@@ -365,6 +365,11 @@ def test_pristine_queries_are_answered_once_and_each_caller_gets_its_own_list() 
     conn.execute("INSERT INTO t (v) VALUES ('c')")
     assert image.query("SELECT COUNT(*) FROM t") == ((2,),)
     image.release(conn)
-    for i in range(store.QUERY_MEMO + 10):  # the memo is bounded
+    lookup = image.query("SELECT v FROM t WHERE id=?", (1,))
+    for i in range(store.QUERY_MEMO + 10):  # the memo of lookups is bounded, and the most recently used stay
         image.query("SELECT ? AS x", (i,))
+        assert image.query("SELECT v FROM t WHERE id=?", (1,)) is lookup
     assert len(image._memo) <= store.QUERY_MEMO
+    assert ("SELECT ? AS x", (0,)) not in image._memo
+    # however many lookups ran, the candidate list was scanned once
+    assert image.query("SELECT id, v FROM t ORDER BY id") is first

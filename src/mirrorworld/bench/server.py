@@ -233,7 +233,14 @@ async def _ws_client(port: int, echo: bool, until: float, warm: float, lat: list
     return errors
 
 
-async def _load(kind: str, port: int, clients: int, seconds: float, echo: bool) -> dict[str, Any]:
+async def _load(
+    kind: str, port: int, clients: int, seconds: float, echo: bool, pid: int | None = None
+) -> dict[str, Any]:
+    """``clients`` concurrent clients for ``seconds`` after a warm-up; with ``pid``, that server's CPU per request.
+
+    The CPU is read when the warm-up ends and when the clients stop, so it
+    covers exactly the requests that are counted.
+    """
     lat: list[float] = []
     start = time.perf_counter()
     warm = start + min(0.5, seconds / 4)
@@ -242,8 +249,20 @@ async def _load(kind: str, port: int, clients: int, seconds: float, echo: bool) 
         jobs = [_http_client(port, "/echo" if echo else None, until, warm, lat) for _ in range(clients)]
     else:
         jobs = [_ws_client(port, echo, until, warm, lat) for _ in range(clients)]
+    cpu: list[float | None] = []
+
+    async def sample_at_warm() -> None:
+        await asyncio.sleep(max(0.0, warm - time.perf_counter()))
+        cpu.append(None if pid is None else _cpu_seconds(pid))
+
+    sampler = asyncio.ensure_future(sample_at_warm())
     errors = sum(await asyncio.gather(*jobs))
-    return _figures(lat, seconds, errors)
+    await sampler
+    out = _figures(lat, seconds, errors)
+    before, after = cpu[0], (None if pid is None else _cpu_seconds(pid))
+    if before is not None and after is not None and out["requests"]:
+        out["cpu_us"] = round((after - before) / out["requests"] * 1e6, 1)
+    return out
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -254,16 +273,6 @@ def _cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _with_cpu(pid: int, load: Any) -> dict[str, Any]:
-    """Run the ``load`` coroutine; its figures plus the server's CPU per request (``cpu_us``)."""
-    before = _cpu_seconds(pid)
-    out: dict[str, Any] = asyncio.run(load)
-    after = _cpu_seconds(pid)
-    if before is not None and after is not None and out["requests"]:
-        out["cpu_us"] = round((after - before) / out["requests"] * 1e6, 1)
-    return out
 
 
 def _figures(lat: list[float], seconds: float, errors: int) -> dict[str, Any]:
@@ -333,11 +342,11 @@ def bench_server(
     with tempfile.TemporaryDirectory() as tmp:
         log_path = str(Path(tmp) / "server.log")
         with _spawned("echo", log_path) as (port, pid):
-            report["echo_http"] = _with_cpu(pid, _load("http", port, clients, seconds, echo=True))
-            report["echo_ws"] = _with_cpu(pid, _load("ws", port, clients, seconds, echo=True))
+            report["echo_http"] = asyncio.run(_load("http", port, clients, seconds, echo=True, pid=pid))
+            report["echo_ws"] = asyncio.run(_load("ws", port, clients, seconds, echo=True, pid=pid))
         with _spawned("mirrorworld", log_path) as (port, pid):
-            report["http"] = _with_cpu(pid, _load("http", port, clients, seconds, echo=False))
-            report["ws"] = _with_cpu(pid, _load("ws", port, clients, seconds, echo=False))
+            report["http"] = asyncio.run(_load("http", port, clients, seconds, echo=False, pid=pid))
+            report["ws"] = asyncio.run(_load("ws", port, clients, seconds, echo=False, pid=pid))
             single = max(seconds / 3, 0.2)
             report["http_1"] = asyncio.run(_load("http", port, 1, single, echo=False))
             report["ws_1"] = asyncio.run(_load("ws", port, 1, single, echo=False))

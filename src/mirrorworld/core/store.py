@@ -44,6 +44,7 @@ raises the budget.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -51,6 +52,7 @@ import os
 import sqlite3
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -73,7 +75,7 @@ MIN_RESIDENT, MAX_RESIDENT = 4, 64
 """Bounds on how many sessions of one image hold a clone at once, whatever the image's size."""
 
 QUERY_MEMO = 4096
-"""Most distinct pristine-image queries whose answers an image keeps (:meth:`Image.query`)."""
+"""Most distinct parameterised pristine-image queries whose answers an image keeps (:meth:`Image.query`)."""
 
 
 def encode_row(row: tuple[Any, ...] | None) -> str:
@@ -194,7 +196,8 @@ class Image:
         self._select = {t: f"SELECT * FROM {t} WHERE rowid=?" for t in tables}
         self._replay: dict[str, tuple[str, str]] = {}
         self._untracked_keys: dict[str, tuple[RowKey, ...]] = {}
-        self._memo: dict[tuple[str, tuple[Any, ...]], tuple[tuple[Any, ...], ...]] = {}
+        self._kept: dict[str, tuple[tuple[Any, ...], ...]] = {}
+        self._memo: OrderedDict[tuple[str, tuple[Any, ...]], tuple[tuple[Any, ...], ...]] = OrderedDict()
 
     def _digest(self, conn: sqlite3.Connection) -> str:
         h = hashlib.sha256()
@@ -306,20 +309,36 @@ class Image:
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
         """Run a read-only query on the pristine image (task generation uses this).
 
-        The image never changes, so an answer is kept (the :data:`QUERY_MEMO`
-        most recent distinct queries) and handed out as it is, immutable: a
-        family drawing from a table's candidates scans it once per image and
-        pays nothing per task that grows with the table.
+        The image never changes, so answers are kept and handed out as they
+        are, immutable: a family drawing from a table's candidates scans it once
+        per image and pays nothing per task that grows with the table. A query
+        without parameters (a candidate list; world code holds a bounded number
+        of them) is kept for the image's life; one with parameters (a lookup of
+        one row, drawn afresh for each task) among the :data:`QUERY_MEMO` most
+        recently used, so lookups never push a candidate list out.
         """
+        if not params:
+            rows = self._kept.get(sql)
+            if rows is None:
+                rows = self._kept[sql] = self._scan(sql, params)
+            return rows
         key = (sql, params)
-        rows = self._memo.get(key)
-        if rows is None:
-            with self._pristine_lock:
-                rows = tuple(tuple(r) for r in self._pristine.execute(sql, params))
-                if len(self._memo) >= QUERY_MEMO:
-                    self._memo.pop(next(iter(self._memo)))
-                self._memo[key] = rows
+        memo = self._memo
+        rows = memo.get(key)
+        if rows is not None:
+            with contextlib.suppress(KeyError):  # another thread may have just evicted it
+                memo.move_to_end(key)
+            return rows
+        rows = self._scan(sql, params)
+        memo[key] = rows
+        while len(memo) > QUERY_MEMO:
+            with contextlib.suppress(KeyError):
+                memo.popitem(last=False)
         return rows
+
+    def _scan(self, sql: str, params: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
+        with self._pristine_lock:
+            return tuple(tuple(r) for r in self._pristine.execute(sql, params))
 
     def select_sql(self, table: str) -> str:
         return self._select[table]

@@ -150,6 +150,9 @@ class Gate:
                 access.info("%s WS %s 403 unauthorized", client_of(scope), scope.get("path"))
                 await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
                 return
+            if self.manager is not None and scope.get("path") == "/v1/ws":
+                await serve_ws(scope, receive, send, self.manager)
+                return
             await self.app(scope, receive, send)
             return
         if kind != "http":
@@ -445,7 +448,7 @@ def _add_routes(app: FastAPI, manager: SessionManager) -> None:
 
     @app.websocket("/v1/ws")
     async def ws(websocket: WebSocket) -> None:
-        await serve_ws(websocket, manager)
+        await serve_ws(websocket.scope, websocket.receive, websocket.send, manager)
 
 
 def _add_world_routes(route: _Routes, manager: SessionManager) -> None:
@@ -605,30 +608,35 @@ def _sid(value: Any) -> str:
     return value
 
 
-async def serve_ws(websocket: WebSocket, manager: SessionManager) -> None:
-    """Run one ``/v1/ws`` connection until it closes; close the sessions it created."""
-    await websocket.accept()
-    client = client_of(websocket.scope)
+async def serve_ws(scope: Scope, receive: Receive, send: Send, manager: SessionManager) -> None:
+    """Run one ``/v1/ws`` connection (an ASGI WebSocket) until it closes; close the sessions it created.
+
+    Plain ASGI, so :class:`Gate` serves it without the framework's routing and
+    per-message wrappers; the FastAPI route passes its WebSocket's own
+    ``receive`` and ``send``.
+    """
+    if (await receive())["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    client = client_of(scope)
     owned: set[str] = set()
     started = time.perf_counter()
     count = 0
     try:
         while True:
-            message = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
+            message = await receive()
+            if message["type"] != "websocket.receive":
                 break
             raw = message.get("text")
             if raw is None:
                 raw = message.get("bytes") or b""
             count += 1
-            await websocket.send_text(ws_handle(manager, raw, client, owned).decode())
-    except WebSocketDisconnect:
+            await send({"type": "websocket.send", "text": ws_handle(manager, raw, client, owned).decode()})
+    except (WebSocketDisconnect, OSError):  # the peer went away mid-send (Starlette and uvicorn say so)
         pass
     finally:
         for sid in owned:
             if sid in manager:
                 manager.close(sid, "its WebSocket connection closed")
         if manager.config.access_log:
-            access.info(
-                "%s WS %s %d messages %.2fs", client, websocket.scope.get("path"), count, time.perf_counter() - started
-            )
+            access.info("%s WS %s %d messages %.2fs", client, scope.get("path"), count, time.perf_counter() - started)
