@@ -99,6 +99,10 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     handlers.update(register_train(sub, registry))
 
+    from mirrorworld.ship.cli import register as register_ship
+
+    handlers.update(register_ship(sub, registry))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     world_option(b, registry)
     b.add_argument("--json", action="store_true")
@@ -158,7 +162,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         require_ray()
         if args.ray != LOCAL:
             probe_address(args.ray)  # before the run file exists: a typo leaves nothing behind
+    artifact = None
+    if "@" in str(args.world):
+        from mirrorworld.ship.launch import reexec, resolve, same_code
+
+        name, art = resolve(args.world)
+        args.world = name
+        installed = registry_of(args).get(name, scale=args.scale) if name in registry_of(args).names() else None
+        if installed is None or same_code(installed, art):
+            return reexec(art, getattr(args, "argv", None) or sys.argv[1:], name)
+        artifact = art.digest
     world = _world(args, args.scale)
+    if artifact is None:
+        from mirrorworld.ship.launch import check_child
+
+        artifact = check_child(world)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     for f in families or ():
         world.family(f)
@@ -178,6 +196,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     meta = {
         "world": world.id,
         "world_hash": world.content_hash,
+        "world_parts": world.score_parts(),
+        "artifact": artifact,
         "agent": agent.name,
         "split": args.split,
         "episodes": args.episodes,
@@ -477,6 +497,7 @@ def main(argv: Sequence[str] | None = None, *, registry: Registry | None = None)
     parser, handlers = _parser(registry)
     args = parser.parse_args(argv)
     args.registry = registry
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return int(handlers[args.command](args))
     except MirrorworldError as err:

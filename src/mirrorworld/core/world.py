@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import random
 import sqlite3
 import threading
@@ -46,12 +47,53 @@ from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.errors import RegistryError, TaskError, WorldError
 
-__all__ = ["AuditHooks", "GoldOutcome", "Rule", "World"]
+__all__ = ["SCORE_PARTS", "AuditHooks", "GoldOutcome", "Rule", "World"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
-_GRADING_DIRS = tuple(_PACKAGE_DIR / name for name in ("core", "verify", "episodes"))
-"""The package's folders that decide how every world is stepped and graded: all of them feed every content hash."""
+_GRADING_DIRS = tuple(_PACKAGE_DIR / name for name in ("core", "verify", "episodes", "sim"))
+"""The package's folders that decide how every world is stepped, simulated and graded: all feed every content hash."""
 _HASHED_SUFFIXES = (".py", ".sql", ".md", ".json")
+
+SCORE_PARTS = (
+    "schema",
+    "data",
+    "tools",
+    "tool_schemas",
+    "rules",
+    "policy",
+    "tasks",
+    "verifier",
+    "simulator",
+    "world",
+    "core",
+    "episodes",
+    "build",
+)
+"""The score-relevant parts of a world, each hashed on its own (:meth:`World.score_parts`).
+
+``schema`` (``*.sql``), ``data`` (the generator, ``data.py``), ``tools``
+(``tools.py``), ``tool_schemas`` (the JSON schemas the agent is shown),
+``rules`` (``rules.py``: thresholds, windows, floors), ``policy``
+(``policy.md``), ``tasks`` (the task families, ``tasks.py``), ``verifier``
+(mirrorworld's ``verify`` package and a world's ``claims.py`` and
+``guards.py``: tolerances, text claims, guards), ``simulator`` (``sim`` and a
+world's simulated parties and policies), ``world`` (the rest of a world's
+folder: its declaration, audit hooks, macros), ``core`` and ``episodes``
+(how every world is stepped) and ``build`` (the data seed and scale).
+"""
+
+_PART_OF_FILE = {
+    "data.py": "data",
+    "tools.py": "tools",
+    "rules.py": "rules",
+    "policy.md": "policy",
+    "tasks.py": "tasks",
+    "claims.py": "verifier",
+    "guards.py": "verifier",
+    "simulated.py": "simulator",
+    "policies.py": "simulator",
+}
+_PART_OF_DIR = {"core": "core", "verify": "verifier", "episodes": "episodes", "sim": "simulator"}
 
 
 @dataclass(frozen=True)
@@ -291,24 +333,50 @@ class World(ABC):
         out.extend(_GRADING_DIRS)
         return tuple(dict.fromkeys(q.resolve() for q in out))
 
-    @cached_property
-    def content_hash(self) -> str:
-        """Hash of everything that defines the world and its grading.
+    def score_parts(self) -> dict[str, str]:
+        """One hash per score-relevant part (:data:`SCORE_PARTS`), so two builds can say which part differs.
 
-        Covers :meth:`sources` (the world's folders: schema, generator, tools,
-        rules, policy, task families; and the core, verifier and episode code),
-        plus the data seed and scale. Every trajectory records it. Files are
-        named relative to their folder, so the hash does not depend on where the
-        package is installed.
+        Files are named relative to their folder, so the hashes do not depend
+        on where the package is installed.
         """
-        h = hashlib.sha256(f"{self.id}|{self.data_seed}|{self.scale}".encode())
+        return dict(self._score_parts)
+
+    @cached_property
+    def _score_parts(self) -> dict[str, str]:
+        hashes = {part: hashlib.sha256(part.encode()) for part in SCORE_PARTS}
+        grading = {d.resolve() for d in _GRADING_DIRS}
         for source in self.sources():
             files = [source] if source.is_file() else sorted(source.rglob("*"))
             for path in files:
-                if path.is_file() and path.suffix in _HASHED_SUFFIXES and "__pycache__" not in path.parts:
-                    rel = path.name if path == source else path.relative_to(source).as_posix()
-                    h.update(f"{source.name}/{rel}\n".encode())
-                    h.update(path.read_bytes())
+                if not path.is_file() or path.suffix not in _HASHED_SUFFIXES or "__pycache__" in path.parts:
+                    continue
+                rel = path.name if path == source else path.relative_to(source).as_posix()
+                if source in grading:
+                    part = _PART_OF_DIR[source.name]
+                elif path.suffix == ".sql":
+                    part = "schema"
+                else:
+                    part = _PART_OF_FILE.get(path.name, "world")
+                h = hashes[part]
+                h.update(f"{source.name}/{rel}\n".encode())
+                h.update(path.read_bytes())
+        schemas = [t.openai_schema() for t in self.tools]
+        hashes["tool_schemas"].update(json.dumps(schemas, sort_keys=True, separators=(",", ":")).encode())
+        hashes["build"].update(f"{self.data_seed}|{self.scale}".encode())
+        return {part: h.hexdigest()[:16] for part, h in hashes.items()}
+
+    @cached_property
+    def content_hash(self) -> str:
+        """Hash of everything that defines the world and its grading: the id and every score part.
+
+        Covers :meth:`sources` (the world's folders: schema, generator, tools,
+        rules, policy, task families; and the core, verifier, simulator and
+        episode code), the tools' schemas, plus the data seed and scale, one
+        part at a time (:meth:`score_parts`). Every trajectory records it.
+        """
+        h = hashlib.sha256(self.id.encode())
+        for part, digest in self._score_parts.items():
+            h.update(f"|{part}={digest}".encode())
         return h.hexdigest()[:16]
 
     # -- pickling: a world travels as its class and parameters, never its database --

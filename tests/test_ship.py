@@ -1,0 +1,357 @@
+"""Shipping worlds: reproducible artifacts, the version store, pinned runs, comparability, the regression gate.
+
+The end-to-end test publishes the installed helpdesk, runs it pinned, publishes
+a regressed version built from a copy of the package (one rule threshold
+moved, the version bumped), watches the regression gate fail, rolls back, and
+checks that the name resolves to the first artifact again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import mirrorworld
+from mirrorworld.cli import main
+from mirrorworld.core.world import SCORE_PARTS
+from mirrorworld.errors import MirrorworldError
+from mirrorworld.run import RunFile
+from mirrorworld.ship.artifact import Artifact, ArtifactError, pack
+from mirrorworld.ship.compare import Delta, IncomparableError, Provenance, check_comparable, wilson
+from mirrorworld.ship.manifest import Manifest, ManifestError, differing_parts, manifest_for
+from mirrorworld.ship.store import Store, StoreError, split_ref
+
+PACKAGE = Path(mirrorworld.__file__).resolve().parent
+
+
+def _py(
+    args: list[str], *, path: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, **(env or {}))
+    if path is not None:
+        full["PYTHONPATH"] = str(path)
+    return subprocess.run(
+        [sys.executable, "-m", "mirrorworld", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+        check=False,
+    )
+
+
+def _variant(root: Path, *, version: int | None = None, threshold: int | None = None) -> Path:
+    """A copy of the mirrorworld package under ``root`` with the helpdesk's version and/or approval threshold moved."""
+    tree = root / "src"
+    shutil.copytree(PACKAGE, tree / "mirrorworld", ignore=shutil.ignore_patterns("__pycache__"))
+    helpdesk = tree / "mirrorworld" / "worlds" / "helpdesk"
+    if threshold is not None:
+        rules = helpdesk / "rules.py"
+        text = rules.read_text()
+        assert "APPROVAL_THRESHOLD_CENTS = 20_000" in text
+        rules.write_text(text.replace("APPROVAL_THRESHOLD_CENTS = 20_000", f"APPROVAL_THRESHOLD_CENTS = {threshold}"))
+    if version is not None:
+        for name, old, new in (
+            ("world.py", "    version = 0\n", f"    version = {version}\n"),
+            ("__init__.py", '"mirrorworld/Helpdesk-v0",', f'"mirrorworld/Helpdesk-v{version}",'),
+        ):
+            f = helpdesk / name
+            text = f.read_text()
+            assert old in text
+            f.write_text(text.replace(old, new))
+    return tree
+
+
+def _pack_in(tree: Path, out: Path) -> Path:
+    done = _py(["pack", "helpdesk", "--out", str(out), "--json"], path=tree)
+    assert done.returncode == 0, done.stderr
+    return Path(json.loads(done.stdout)["path"])
+
+
+# -- artifacts ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pack("helpdesk", tmp_path_factory.mktemp("pack"))
+
+
+def test_pack_is_byte_identical_across_builds_processes_and_hash_seeds(artifact: Path, tmp_path: Path) -> None:
+    again = _py(
+        ["pack", "helpdesk", "--out", str(tmp_path), "--json"], env={"PYTHONHASHSEED": "12345", "TZ": "Asia/Tokyo"}
+    )
+    assert again.returncode == 0, again.stderr
+    other = Path(json.loads(again.stdout)["path"])
+    assert other.name == artifact.name
+    assert other.read_bytes() == artifact.read_bytes()
+    # a stray cache or editor file never changes the bytes
+    junk = PACKAGE / "worlds" / "helpdesk" / "__pycache__" / "junk.cpython-311.pyc"
+    junk.parent.mkdir(exist_ok=True)
+    junk.write_bytes(os.urandom(64))
+    try:
+        assert pack("helpdesk", tmp_path / "third").read_bytes() == artifact.read_bytes()
+    finally:
+        junk.unlink()
+
+
+def test_an_artifact_is_a_wheel_with_its_manifest_and_the_worlds_entry_point(artifact: Path) -> None:
+    art = Artifact.open(artifact)
+    m = art.manifest
+    from mirrorworld import make_world
+
+    world = make_world("helpdesk")
+    assert (m.env_id, m.world, m.version, m.content_hash) == (world.id, "helpdesk", 0, world.content_hash)
+    assert set(m.parts) == set(SCORE_PARTS) and dict(m.parts) == world.score_parts()
+    assert m.dependencies and all(isinstance(d, str) for d in m.dependencies)
+    assert "server" in m.extras and m.licence == "Apache-2.0" and m.reward_range == (0.0, 1.0)
+    assert m.determinism["seeded"] is True and set(m.families) == {f.name for f in world.families}
+    assert art.digest == hashlib.sha256(artifact.read_bytes()).hexdigest()
+    with zipfile.ZipFile(artifact) as zf:
+        names = zf.namelist()
+        assert names == sorted(names[:-5]) + names[-5:]  # the package, sorted, then the .dist-info files
+        dist = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        eps = zf.read(dist).decode()
+        assert "helpdesk = mirrorworld.worlds.helpdesk:SPEC" in eps and "sales" not in eps
+        assert "mirrorworld = mirrorworld.cli:main" in eps
+        assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist())
+        assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert Manifest.from_json(m.to_json()) == m
+
+
+def _rewrite(src: Path, dst: Path, change: dict[str, bytes | None]) -> None:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = change.get(info.filename, zin.read(info))
+            if data is not None:
+                zout.writestr(info, data)
+        for name, data in change.items():
+            if name not in zin.namelist() and data is not None:
+                zout.writestr(name, data)
+
+
+def test_an_altered_or_foreign_artifact_is_refused_with_one_line(artifact: Path, tmp_path: Path) -> None:
+    rules = "mirrorworld/worlds/helpdesk/rules.py"
+    with zipfile.ZipFile(artifact) as zf:
+        original = zf.read(rules)
+        manifest_name = next(n for n in zf.namelist() if n.endswith("mirrorworld-manifest.json"))
+    cases = {
+        "altered.whl": {rules: original.replace(b"20_000", b"90_000")},
+        "extra.whl": {"mirrorworld/evil.py": b"import os\n"},
+        "unsafe.whl": {"../escape.py": b"x"},
+        "nomanifest.whl": {manifest_name: None},
+    }
+    for name, change in cases.items():
+        _rewrite(artifact, tmp_path / name, change)
+    (tmp_path / "notzip.whl").write_bytes(b"not a zip at all")
+    for name in [*cases, "notzip.whl"]:
+        with pytest.raises(ArtifactError) as err:
+            Artifact.open(tmp_path / name)
+        assert "\n" not in str(err.value), name
+    out = _py(["env", "--store", str(tmp_path / "store"), "publish", str(tmp_path / "altered.whl")])
+    assert out.returncode == 1 and out.stderr.startswith("mirrorworld: error: ") and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"format": "other/9"},
+        {"version": -1},
+        {"version": "0"},
+        {"content_hash": "XYZ"},
+        {"parts": {"rules": "nothex"}},
+        {"parts": []},
+        {"env_id": "no-version"},
+        {"scale": 0},
+        {"reward_range": [1.0, 0.0]},
+        {"dependencies": ["ok", 3]},
+        {"tools": ["Bad Name"]},
+        {"surprise": 1},
+        {"licence": "a\x1b[31mred"},
+    ],
+)
+def test_a_malformed_manifest_is_refused(artifact: Path, change: dict[str, object]) -> None:
+    raw = Artifact.open(artifact).manifest.to_dict()
+    raw.update(change)
+    with pytest.raises(ManifestError):
+        Manifest.from_dict(raw)
+
+
+def test_one_rule_threshold_changes_the_rules_part_and_publishing_it_needs_a_version_bump(
+    artifact: Path, tmp_path: Path
+) -> None:
+    store = Store(tmp_path / "store")
+    store.publish(artifact)
+    moved = _pack_in(_variant(tmp_path / "moved", threshold=15_000), tmp_path / "moved-dist")
+    art = Artifact.open(moved)
+    base = Artifact.open(artifact).manifest
+    assert differing_parts(base.parts, art.manifest.parts) == ["rules"]
+    assert art.manifest.content_hash != base.content_hash and art.manifest.version == 0
+    with pytest.raises(StoreError, match="differs in rules: bump the world's version"):
+        store.publish(moved)
+    assert store.resolve("helpdesk").digest == Artifact.open(artifact).digest  # nothing moved
+    bumped = _pack_in(_variant(tmp_path / "bumped", threshold=15_000, version=1), tmp_path / "bumped-dist")
+    done = store.publish(bumped)
+    assert done.manifest.version == 1 and done.pinned
+    assert store.publish(bumped).digest == done.digest  # the same bytes again: a no-op
+    assert len(store.published("helpdesk")) == 2
+
+
+def test_store_references_pins_and_rollback(artifact: Path, tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    with pytest.raises(StoreError, match="nothing is published"):
+        store.resolve("helpdesk")
+    a = store.publish(artifact)
+    assert store.resolve("helpdesk@0").digest == a.digest
+    assert store.resolve(f"helpdesk@{a.digest[:8]}").digest == a.digest
+    assert store.resolve(f"helpdesk@{a.manifest.content_hash}").digest == a.digest
+    for bad in ("helpdesk@xyz", "Helpdesk", "helpdesk@1234567", "helpdesk@", "a b", "helpdesk@0@1"):
+        with pytest.raises(StoreError):
+            split_ref(bad) if "@" not in bad or bad.count("@") > 1 else store.resolve(bad)
+    with pytest.raises(StoreError, match="no earlier pin"):
+        store.rollback("helpdesk")
+    with pytest.raises(StoreError, match="version 7 is not published"):
+        store.pin("helpdesk@7")
+    # a damaged blob is caught when resolved
+    blob = store.blobs.path(a.digest)
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    blob.write_bytes(bytes(data))
+    with pytest.raises(MirrorworldError):
+        store.resolve("helpdesk")
+
+
+# -- comparability -------------------------------------------------------------------
+
+
+def test_compare_refuses_runs_of_different_builds_and_names_the_part(artifact: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    assert main(["run", "--episodes", "9", "--out", str(a), "--no-progress", "--json"]) == 0
+    assert main(["run", "--episodes", "9", "--agent", "claim", "--out", str(b), "--no-progress", "--json"]) == 0
+    out = _py(["compare", str(a), str(b)])
+    assert out.returncode == 0, out.stderr
+    assert "all" in out.stdout and "-100%" in out.stdout  # the oracle passes everything, the claimer nothing
+    # the same run with another rules part: refused, naming it
+    with RunFile.open(b) as run:
+        meta = run.meta
+    forged = tmp_path / "forged.sqlite"
+    shutil.copy(b, forged)
+    import sqlite3
+
+    conn = sqlite3.connect(forged)
+    parts = dict(meta["world_parts"], rules="0" * 16)
+    conn.execute("UPDATE meta SET value=? WHERE key='world_parts'", (json.dumps(parts),))
+    conn.execute("UPDATE meta SET value=? WHERE key='world_hash'", (json.dumps("f" * 16),))
+    conn.commit()
+    conn.close()
+    refused = _py(["compare", str(a), str(forged)])
+    assert refused.returncode == 1 and "differ in rules" in refused.stderr and refused.stderr.count("\n") == 1
+    warned = _py(["compare", str(a), str(forged), "--allow-incomparable", "--json"])
+    assert warned.returncode == 0 and "WARNING" in warned.stderr and "rules" in warned.stderr
+    assert json.loads(warned.stdout)["incomparable"] == ["rules"]
+
+
+def test_provenance_of_hostile_meta_and_old_run_files() -> None:
+    with pytest.raises(MirrorworldError):
+        Provenance.of({"world": 3})
+    old = Provenance.of({"world": "mirrorworld/Helpdesk-v0", "world_hash": "a" * 16})
+    new = Provenance.of(
+        {"world": "mirrorworld/Helpdesk-v0", "world_hash": "b" * 16, "world_parts": {"rules": "c" * 16}}
+    )
+    with pytest.raises(IncomparableError, match="unknown parts"):
+        check_comparable(old, new)
+    assert check_comparable(old, old) == []
+
+
+def test_wilson_and_newcombe_intervals() -> None:
+    low, high = wilson(0, 10)
+    assert low == 0.0 and 0.27 < high < 0.28
+    low, high = wilson(10, 10)
+    assert 0.72 < low < 0.73 and high == 1.0
+    d = Delta("x", 20, 20, 20, 0)
+    assert d.delta == -1.0 and d.interval[1] < -0.6
+    same = Delta("x", 20, 10, 20, 10)
+    assert same.interval[0] < 0 < same.interval[1]
+
+
+# -- end to end ----------------------------------------------------------------------
+
+
+def test_publish_run_pinned_regress_gate_rollback(artifact: Path, tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    env = {"MIRRORWORLD_STORE": str(store_dir), "MIRRORWORLD_CACHE": str(tmp_path / "cache")}
+    good = Artifact.open(artifact)
+    assert _py(["env", "publish", str(artifact)], env=env).returncode == 0
+    # a run pinned to the published version records its artifact
+    reference = tmp_path / "reference.sqlite"
+    ran = _py(
+        ["run", "--world", "helpdesk@0", "--episodes", "18", "--out", str(reference), "--json", "--no-progress"],
+        env=env,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["pass_rate"] == 1.0
+    with RunFile.open(reference) as run:
+        assert run.meta["artifact"] == good.digest and run.meta["world_hash"] == good.manifest.content_hash
+    # a regressed version: approvals needed from $20 instead of $200, version bumped
+    bad_path = _pack_in(_variant(tmp_path / "v1", threshold=2_000, version=1), tmp_path / "v1-dist")
+    bad = Artifact.open(bad_path)
+    published = _py(["env", "publish", str(bad_path)], env=env)
+    assert published.returncode == 0, published.stderr
+    assert Store(store_dir).resolve("helpdesk").digest == bad.digest
+    # pinned runs of the new version run its own code (not the installed one) and record it
+    v1_run = tmp_path / "v1.sqlite"
+    ran = _py(
+        ["run", "--world", "helpdesk@1", "--episodes", "3", "--out", str(v1_run), "--json", "--no-progress"], env=env
+    )
+    assert ran.returncode == 0, ran.stderr
+    with RunFile.open(v1_run) as run:
+        assert run.meta["artifact"] == bad.digest and run.meta["world"] == "mirrorworld/Helpdesk-v1"
+        assert run.meta["world_parts"]["rules"] == bad.manifest.parts["rules"]
+    # the gate: the recorded reference agent on the candidate and on the pin it replaced
+    gate = _py(
+        [
+            "env",
+            "gate",
+            "helpdesk@1",
+            "--replay",
+            str(reference),
+            "--episodes",
+            "18",
+            "--json",
+        ],
+        env=env,
+    )
+    assert gate.returncode == 1, gate.stderr
+    report = json.loads(gate.stdout)
+    assert report["passed"] is False and "all" in report["regressed"]
+    assert report["old"] == good.digest[:16] and report["new"] == bad.digest[:16]
+    fams = {f["family"]: f for f in report["families"]}
+    assert fams["all"]["ci95"][1] < 0 and fams["all"]["delta"] < 0
+    assert any(f["delta"] == 0 for f in report["families"])  # families the threshold does not touch stay put
+    # rollback: one command, and the name resolves to the good artifact again
+    back = _py(["env", "rollback", "helpdesk"], env=env)
+    assert back.returncode == 0, back.stderr
+    assert Store(store_dir).resolve("helpdesk").digest == good.digest
+    shown = _py(["env", "show", "helpdesk", "--json"], env=env)
+    history = json.loads(shown.stdout)["history"]
+    assert [h["action"] for h in history] == ["publish", "publish", "rollback"]
+    # the gate passes the good version against itself
+    same = _py(["env", "gate", "helpdesk@0", "--replay", str(reference), "--episodes", "18"], env=env)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "gate: passed" in same.stdout
+
+
+def test_manifest_for_the_installed_world_matches_pack(artifact: Path) -> None:
+    from mirrorworld import make_world
+
+    assert manifest_for(make_world("helpdesk")).to_json() == Artifact.open(artifact).manifest.to_json()
+    assert io.BytesIO(artifact.read_bytes()).read(2) == b"PK"
