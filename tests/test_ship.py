@@ -355,3 +355,36 @@ def test_manifest_for_the_installed_world_matches_pack(artifact: Path) -> None:
 
     assert manifest_for(make_world("helpdesk")).to_json() == Artifact.open(artifact).manifest.to_json()
     assert io.BytesIO(artifact.read_bytes()).read(2) == b"PK"
+
+
+def test_review_statistics_refuse_runs_of_different_builds(tmp_path: Path) -> None:
+    import sqlite3
+
+    from mirrorworld.review.stats import StatsOptions, compute_stats
+    from mirrorworld.review.store import ReviewStore
+    from mirrorworld.review.testing import make_runs
+    from mirrorworld.ship.compare import IncomparableError
+
+    runs = make_runs(tmp_path, ("oracle", "claim"), episodes=3)
+    conn = sqlite3.connect(runs[1])
+    (raw,) = conn.execute("SELECT value FROM meta WHERE key='world_parts'").fetchone()
+    parts = dict(json.loads(raw), tasks="1" * 16)
+    conn.execute("UPDATE meta SET value=? WHERE key='world_parts'", (json.dumps(parts),))
+    conn.execute("UPDATE meta SET value=? WHERE key='world_hash'", (json.dumps("e" * 16),))
+    conn.commit()
+    conn.close()
+    store = ReviewStore(tmp_path / "review.sqlite")
+    for p in runs:
+        store.add_run(p, audit=False)
+    with pytest.raises(IncomparableError, match="differ in tasks"):
+        compute_stats(store)
+    assert compute_stats(store, StatsOptions(resamples=20, allow_incomparable=True))["incomparable"] == ["tasks"]
+    out = subprocess.run(
+        [sys.executable, "-m", "mirrorworld.review", "stats", "--db", str(tmp_path / "review.sqlite")],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 1 and "differ in tasks" in out.stderr and out.stderr.count("\n") == 1

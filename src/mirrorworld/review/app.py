@@ -70,6 +70,7 @@ from mirrorworld.review.stats import StatsOptions, compute_stats
 from mirrorworld.review.store import MAX_REASON, ROLES, Reviewer, ReviewInput, ReviewStore, record_verdict
 from mirrorworld.review.svg import bar_chart, line_chart
 from mirrorworld.review.templates import APP_CSS, APP_JS, TEMPLATES
+from mirrorworld.ship.compare import IncomparableError
 
 __all__ = ["HTTPError", "create_app"]
 
@@ -393,7 +394,10 @@ class _App:
     def stats_data(self) -> dict[str, Any]:
         key = self.store.version()
         if self._stats_cache is None or self._stats_cache[0] != key:
-            self._stats_cache = (key, compute_stats(self.store, self.stats_options))
+            try:
+                self._stats_cache = (key, compute_stats(self.store, self.stats_options))
+            except IncomparableError as err:
+                raise HTTPError(409, str(err)) from None
         return self._stats_cache[1]
 
     def stats_page(self, request: Request) -> Response:

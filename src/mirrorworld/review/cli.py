@@ -53,6 +53,11 @@ def register(sub: Any) -> dict[str, Any]:
     s.add_argument("--min-peer-agreement", type=float, default=0.6, help="pause reviewers below this with peers")
     s.add_argument("--no-audit", action="store_true", help="skip audit-run flags (no over-sampling of flagged runs)")
     s.add_argument("--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)")
+    s.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help="pool runs of world builds whose score parts differ (warned, not refused)",
+    )
 
     u = rsub.add_parser("add-user", help="add a reviewer (password read from standard input)")
     u.add_argument("name")
@@ -64,6 +69,11 @@ def register(sub: Any) -> dict[str, Any]:
     t.add_argument("--json", action="store_true")
     t.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     t.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    t.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help="pool runs of world builds whose score parts differ (warned, not refused)",
+    )
 
     e = rsub.add_parser("export-disagreements", help="adjudicated disagreements → verifier regression cases")
     e.add_argument("--db", default="review.sqlite")
@@ -127,7 +137,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         store.add_reviewer("admin", password, "admin")
         print(f"created the admin account: name admin, password {password} (shown once)")
     print(f"review app on http://{args.host}:{args.port}/ (Ctrl+C stops it)", flush=True)
-    app = create_app(store, registry=registry_of(args), secure_cookies=args.secure_cookies)
+    from mirrorworld.review.stats import StatsOptions
+
+    app = create_app(
+        store,
+        registry=registry_of(args),
+        secure_cookies=args.secure_cookies,
+        stats_options=StatsOptions(allow_incomparable=args.allow_incomparable),
+    )
     serve(app, host=args.host, port=args.port)
     return 0
 
@@ -152,7 +169,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.resamples < 10:
         raise MirrorworldError("--resamples must be at least 10")
     store = _store(args.db)
-    report = compute_stats(store, StatsOptions(resamples=args.resamples, seed=args.seed))
+    options = StatsOptions(resamples=args.resamples, seed=args.seed, allow_incomparable=args.allow_incomparable)
+    report = compute_stats(store, options)
+    if report["incomparable"]:
+        print(
+            "mirrorworld: WARNING: the runs come from world builds that differ in " + ", ".join(report["incomparable"]),
+            file=sys.stderr,
+        )
     report["drift"] = compute_drift(store)
     if args.json:
         print(json.dumps(report, indent=2))

@@ -29,6 +29,7 @@ the verifier passed — and counts of the reviewers' flags.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,10 +37,11 @@ from typing import Any
 
 import numpy as np
 
+from mirrorworld.errors import MirrorworldError
 from mirrorworld.review.agreement import bootstrap_pairs, bootstrap_unit_tables, bootstrap_units
 from mirrorworld.review.store import Item, ReviewRow, ReviewStore
 
-__all__ = ["StatsOptions", "agreement_report", "compute_stats", "human_verdict"]
+__all__ = ["StatsOptions", "agreement_report", "compute_stats", "human_verdict", "incomparable_builds"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class StatsOptions:
     resamples: int = 1000
     seed: int = 0
     level: float = 0.95
+    allow_incomparable: bool = False
 
 
 def _majority(votes: Sequence[bool]) -> bool | None:
@@ -217,10 +220,49 @@ def agreement_report(
     }
 
 
+def incomparable_builds(store: ReviewStore) -> list[str]:
+    """The score parts in which the worlds of the database's runs differ (empty: every run is comparable).
+
+    Agreement pooled over runs of different world builds mixes verdicts that
+    mean different things (see :mod:`mirrorworld.ship.compare`).
+    """
+    from mirrorworld.ship.compare import Provenance, check_comparable
+
+    with store.read() as conn:
+        metas = [r[0] for r in conn.execute("SELECT meta FROM runs ORDER BY id")]
+    builds: list[Provenance] = []
+    for raw in metas:
+        try:
+            builds.append(Provenance.of(json.loads(raw)))
+        except (ValueError, TypeError, MirrorworldError):
+            continue  # a run file that names no build is checked nowhere else either
+    differ: set[str] = set()
+    for other in builds[1:]:
+        differ.update(check_comparable(builds[0], other, allow=True))
+    return sorted(differ)
+
+
 def compute_stats(store: ReviewStore, options: StatsOptions | None = None) -> dict[str, Any]:
-    """The agreement report of a review database."""
+    """The agreement report of a review database.
+
+    Refused (:class:`~mirrorworld.ship.compare.IncomparableError`) when its runs
+    come from world builds whose score parts differ, unless
+    ``options.allow_incomparable``; the report then lists those parts under
+    ``incomparable`` so every view can warn.
+    """
+    from mirrorworld.ship.compare import IncomparableError
+
+    options = options or StatsOptions()
+    differ = incomparable_builds(store)
+    if differ and not options.allow_incomparable:
+        raise IncomparableError(
+            f"the review database holds runs of world builds that differ in {', '.join(differ)}: their agreement"
+            " statistics would mix verdicts that mean different things (pass --allow-incomparable to pool them)"
+        )
     with store.read() as conn:
         items = store.items(conn)
         reviews = store.reviews(conn)
         adjudications = store.adjudications(conn)
-    return agreement_report(items, reviews, adjudications, options)
+    report = agreement_report(items, reviews, adjudications, options)
+    report["incomparable"] = differ
+    return report

@@ -245,6 +245,7 @@ _STATS = (
     + """
 {% block content %}
 <h1>Agreement</h1>
+{% if s.incomparable %}<section id="incomparable" class="warning"><p><strong>Warning:</strong> these runs come from world builds that differ in {{ s.incomparable|join(", ") }}; the figures pool verdicts that mean different things.</p></section>{% endif %}
 <section><p id="summary"><span id="n-reviews">{{ s.reviews }}</span> grades of <span id="n-items">{{ s.items_reviewed }}</span> items by {{ s.reviewers }} reviewers;
 {{ s.adjudicated }} adjudicated, {{ s.unresolved }} ties unresolved. Intervals: {{ (s.bootstrap.level * 100)|round|int }} % percentile bootstrap, {{ s.bootstrap.resamples }} resamples.</p></section>
 <section id="overall"><h2>Verifier vs human verdict</h2>

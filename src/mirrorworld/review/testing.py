@@ -49,7 +49,8 @@ def make_runs(
     for name in agents:
         agent = make_agent(name, seed=1)
         path = Path(directory) / f"{name}.sqlite"
-        run = RunFile.create(path, {"world": w.id, "world_hash": w.content_hash, "agent": agent.name, "split": "test"})
+        meta = {"world": w.id, "world_hash": w.content_hash, "world_parts": w.score_parts(), "agent": agent.name}
+        run = RunFile.create(path, {**meta, "split": "test"})
         try:
             run_episodes(w, agent, episodes=episodes, split="test", on_record=run.add)
         finally:
