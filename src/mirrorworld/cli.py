@@ -103,6 +103,10 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     handlers.update(register_ship(sub, registry))
 
+    from mirrorworld.ship.hub_cli import register as register_export
+
+    handlers.update(register_export(sub))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     world_option(b, registry)
     b.add_argument("--json", action="store_true")
