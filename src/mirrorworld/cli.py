@@ -107,6 +107,10 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     handlers.update(register_export(sub))
 
+    from mirrorworld.ship.image_cli import register as register_image
+
+    handlers.update(register_image(sub))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     world_option(b, registry)
     b.add_argument("--json", action="store_true")
