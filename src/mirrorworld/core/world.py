@@ -50,8 +50,9 @@ from mirrorworld.errors import RegistryError, TaskError, WorldError
 __all__ = ["SCORE_PARTS", "AuditHooks", "GoldOutcome", "Rule", "World"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
-_GRADING_DIRS = tuple(_PACKAGE_DIR / name for name in ("core", "verify", "episodes", "sim"))
-"""The package's folders that decide how every world is stepped, simulated and graded: all feed every content hash."""
+_GRADING_DIRS = tuple(_PACKAGE_DIR / name for name in ("core", "verify", "episodes", "sim", "agents/judge.py"))
+"""The package's folders (and the model judge's prompt) that decide how every world is stepped, simulated and
+graded: all feed every content hash."""
 _HASHED_SUFFIXES = (".py", ".sql", ".md", ".json")
 
 SCORE_PARTS = (
@@ -75,8 +76,8 @@ SCORE_PARTS = (
 (``tools.py``), ``tool_schemas`` (the JSON schemas the agent is shown),
 ``rules`` (``rules.py``: thresholds, windows, floors), ``policy``
 (``policy.md``), ``tasks`` (the task families, ``tasks.py``), ``verifier``
-(mirrorworld's ``verify`` package and a world's ``claims.py`` and
-``guards.py``: tolerances, text claims, guards), ``simulator`` (``sim`` and a
+(mirrorworld's ``verify`` package, the model judge's prompt and a world's
+``claims.py`` and ``guards.py``: tolerances, text claims, guards), ``simulator`` (``sim`` and a
 world's simulated parties and policies), ``world`` (the rest of a world's
 folder: its declaration, audit hooks, macros), ``core`` and ``episodes``
 (how every world is stepped) and ``build`` (the data seed and scale).
@@ -93,7 +94,13 @@ _PART_OF_FILE = {
     "simulated.py": "simulator",
     "policies.py": "simulator",
 }
-_PART_OF_DIR = {"core": "core", "verify": "verifier", "episodes": "episodes", "sim": "simulator"}
+_PART_OF_DIR = {
+    "core": "core",
+    "verify": "verifier",
+    "episodes": "episodes",
+    "sim": "simulator",
+    "judge.py": "verifier",
+}
 
 
 @dataclass(frozen=True)
