@@ -138,11 +138,13 @@ def test_each_role_sees_what_it_may(env: App) -> None:
     assert judge.http.get("/reviewers").status_code == 403
     for path in ("/stats", "/stats.json", "/drift", "/reviewers"):
         assert boss.http.get(path).status_code == 200, path
-    assert alice.http.get("/item/1").status_code == 404  # never taken: not even its existence shows
+    some = env.store.items()[0].id
+    assert alice.http.get(f"/item/{some}").status_code == 404  # never taken: not even its existence shows
     assert alice.http.get("/item/99999").status_code == 404
-    assert judge.http.get("/item/1").status_code == 200
-    assert alice.http.post("/item/1/adjudicate", data={"csrf": alice.csrf, "verdict": "pass"}).status_code == 403
-    assert judge.http.post("/item/1/gold", data={"csrf": judge.csrf}).status_code == 403
+    assert judge.http.get(f"/item/{some}").status_code == 200
+    adjudicate = alice.http.post(f"/item/{some}/adjudicate", data={"csrf": alice.csrf, "verdict": "pass"})
+    assert adjudicate.status_code == 403
+    assert judge.http.post(f"/item/{some}/gold", data={"csrf": judge.csrf}).status_code == 403
     add = alice.http.post("/reviewers", data={"csrf": alice.csrf, "name": "mallory", "password": "x" * 12})
     assert add.status_code == 403 and len(env.store.reviewers()) == 4
 

@@ -234,7 +234,7 @@ def test_a_review_needs_an_assignment_and_is_stored_once(store: ReviewStore) -> 
     build_queue(store, SamplingPlan(gold_rate=0.0))
     r = _reviewer(store, "ann")
     with pytest.raises(MirrorworldError, match="not assigned"):
-        store.submit_review(ReviewInput(1, r.id, True))
+        store.submit_review(ReviewInput(store.items()[0].id, r.id, True))
     item_id = take_next(store, r)
     assert item_id is not None
     item = store.item(item_id)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.review.cli import register
+from mirrorworld.review.cli import inert, register
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -18,7 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handlers[args.command](args))
     except MirrorworldError as err:
-        print(f"mirrorworld: error: {err}", file=sys.stderr)
+        print(f"mirrorworld: error: {inert(err, 2000)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -25,15 +25,25 @@ item). An item a reviewer never took is a 404 to them, not a 403, so item
 ids reveal nothing. Adjudicators and admins see every item in full except one
 they are grading blind themselves.
 
-Security: five failed sign-ins for a name lock it out for 15 minutes. A
-sign-in creates a server-side session; its token travels in an
-``HttpOnly``, ``SameSite=Strict`` cookie signed with the database's secret
-(``itsdangerous``), so a forged or altered cookie is rejected before any
-lookup, and signing out ends the session for good. Every form carries the
-session's CSRF token (the sign-in form a token bound to a signed pre-session
-cookie) and a POST without the right one is refused, as is one whose
-``Origin`` is another site. Pages are sent with a Content-Security-Policy that
-allows only this site's own script and stylesheet.
+Security. Sign-in attempts are throttled per name and client address, per
+address across names, and per name across addresses, with a browser that
+signed in as a name before counted apart so that nobody can lock its owner
+out (the limits and why: :class:`~mirrorworld.review.store.SignInLimits`);
+the limit is checked and the attempt counted in one transaction before the
+password hash is, so concurrent guesses cannot slip past it
+(:meth:`~mirrorworld.review.store.ReviewStore.sign_in`). The client is the
+connection's address: the app trusts no forwarding header, so behind a
+proxy every stranger shares one address and the per-address limits, while
+known browsers keep their own. A sign-in creates a server-side session; its
+token travels in an ``HttpOnly``, ``SameSite=Strict`` cookie signed with the
+database's secret (``itsdangerous``), so a forged or altered cookie is
+rejected before any lookup, and signing out ends the session for good; the
+database keeps only the token's SHA-256. Every form carries the session's
+CSRF token (the sign-in form a nonce bound to a signed pre-session cookie,
+good for one post: each answer to a post carries a fresh form) and a POST
+without the right one is refused, as is one whose ``Origin`` is another site.
+Pages are sent with a Content-Security-Policy that allows only this site's
+own script and stylesheet.
 
 Forms are ``application/x-www-form-urlencoded`` only, at most 64 KiB, strict
 UTF-8, no repeated or unknown fields: anything else is a 4xx and changes
@@ -67,7 +77,16 @@ from mirrorworld.review.episode import episode_view
 from mirrorworld.review.quality import auto_pause, load_policy, quality_report
 from mirrorworld.review.queue import take_next
 from mirrorworld.review.stats import StatsOptions, compute_stats
-from mirrorworld.review.store import MAX_REASON, ROLES, Reviewer, ReviewInput, ReviewStore, record_verdict
+from mirrorworld.review.store import (
+    MAX_REASON,
+    NONCE_SECONDS,
+    ROLES,
+    Reviewer,
+    ReviewInput,
+    ReviewStore,
+    SignInLimits,
+    record_verdict,
+)
 from mirrorworld.review.svg import bar_chart, line_chart
 from mirrorworld.review.templates import APP_CSS, APP_JS, TEMPLATES
 from mirrorworld.ship.compare import IncomparableError
@@ -76,11 +95,11 @@ __all__ = ["HTTPError", "create_app"]
 
 SESSION_COOKIE = "mw_review"
 LOGIN_COOKIE = "mw_review_login"
+DEVICE_COOKIE = "mw_review_device"
+DEVICE_SECONDS = 90 * 24 * 3600
+"""How long a browser that signed in as a name keeps its own sign-in allowance for it."""
 MAX_BODY = 64 * 1024
 MAX_FIELDS = 64
-MAX_FAILURES = 5
-LOCKOUT_SECONDS = 15 * 60
-"""Five failed sign-ins for one name within this time lock the name out for the rest of it."""
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
@@ -116,14 +135,17 @@ class _App:
         stats_options: StatsOptions,
         drift_policy: DriftPolicy,
         secure_cookies: bool,
+        sign_in_limits: SignInLimits,
     ) -> None:
         self.store = store
+        self.limits = sign_in_limits
         self.registry = registry
         self.stats_options = stats_options
         self.drift_policy = drift_policy
         self.secure = secure_cookies
         self.sessions = URLSafeTimedSerializer(store.secret, salt="mirrorworld-review/session")
         self.logins = URLSafeTimedSerializer(store.secret, salt="mirrorworld-review/login")
+        self.devices = URLSafeTimedSerializer(store.secret, salt="mirrorworld-review/device")
         self.env = Environment(loader=DictLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined)
         self._stats_cache: tuple[tuple[int, ...], dict[str, Any]] | None = None
 
@@ -174,7 +196,7 @@ class _App:
             return self._login_form(None, 200)
         nonce_cookie = request.cookies.get(LOGIN_COOKIE, "")
         try:
-            nonce = self.logins.loads(nonce_cookie, max_age=3600)
+            nonce = self.logins.loads(nonce_cookie, max_age=NONCE_SECONDS)
         except BadSignature:
             nonce = None
         if not isinstance(nonce, str):
@@ -182,30 +204,61 @@ class _App:
         self.check_csrf(form, nonce)
         _only(form, {"csrf", "name", "password"})
         name = form.get("name", "")
-        if self.store.recent_failures(name, LOCKOUT_SECONDS) >= MAX_FAILURES:
-            return self._login_form("Too many failed sign-ins for this name; wait 15 minutes.", 429)
-        reviewer = self.store.authenticate(name, form.get("password", ""))
-        if reviewer is None:
-            self.store.failed_sign_in(name)
+        device = self._device(request, name)
+        client = request.client.host if request.client is not None else "unknown"
+        result = self.store.sign_in(
+            name, form.get("password", ""), client=client, nonce=nonce, device=device, limits=self.limits
+        )
+        if result.outcome == "replayed":
+            if self.auth(request) is not None:  # a form sent twice whose first post signed the browser in
+                return RedirectResponse("/queue", status_code=303)
+            return self._login_form("This sign-in form was sent already; try again.", 403)
+        if result.outcome == "locked":
+            minutes = max(1, round(self.limits.window / 60))
+            return self._login_form(f"Too many failed sign-ins; wait {minutes} minutes.", 429)
+        if result.outcome != "ok" or result.reviewer is None:
             return self._login_form("Wrong name or password.", 401)
-        token, _ = self.store.create_session(reviewer.id)
         resp = RedirectResponse("/queue", status_code=303)
         resp.set_cookie(
             SESSION_COOKIE,
-            self.sessions.dumps(token),
+            self.sessions.dumps(result.token),
             httponly=True,
             samesite="strict",
             secure=self.secure,
             max_age=12 * 3600,
         )
+        resp.set_cookie(
+            DEVICE_COOKIE,
+            self.devices.dumps({"name": name, "device": device or secrets.token_urlsafe(16)}),
+            httponly=True,
+            samesite="strict",
+            secure=self.secure,
+            max_age=DEVICE_SECONDS,
+        )
         resp.delete_cookie(LOGIN_COOKIE)
         return resp
+
+    def _device(self, request: Request, name: str) -> str | None:
+        """The device id of this browser's signed device cookie when it was issued for ``name``."""
+        try:
+            found = self.devices.loads(request.cookies.get(DEVICE_COOKIE, ""), max_age=DEVICE_SECONDS)
+        except BadSignature:
+            return None
+        if not isinstance(found, dict) or found.get("name") != name:
+            return None
+        device = found.get("device")
+        return device if isinstance(device, str) and 0 < len(device) <= 64 else None
 
     def _login_form(self, error: str | None, status: int) -> Response:
         nonce = secrets.token_urlsafe(24)
         resp = self.render("login.html", status, title="Sign in", login_csrf=nonce, error=error)
         resp.set_cookie(
-            LOGIN_COOKIE, self.logins.dumps(nonce), httponly=True, samesite="strict", secure=self.secure, max_age=3600
+            LOGIN_COOKIE,
+            self.logins.dumps(nonce),
+            httponly=True,
+            samesite="strict",
+            secure=self.secure,
+            max_age=NONCE_SECONDS,
         )
         return resp
 
@@ -532,6 +585,7 @@ def create_app(
     stats_options: StatsOptions | None = None,
     drift_policy: DriftPolicy | None = None,
     secure_cookies: bool = False,
+    sign_in_limits: SignInLimits | None = None,
 ) -> Starlette:
     """The ASGI app over ``store``. ``secure_cookies`` for deployments behind HTTPS."""
     app = _App(
@@ -540,6 +594,7 @@ def create_app(
         stats_options=stats_options or StatsOptions(),
         drift_policy=drift_policy or DriftPolicy(),
         secure_cookies=secure_cookies,
+        sign_in_limits=sign_in_limits or SignInLimits(),
     )
 
     def page(fn: Callable[..., Response], *, post: bool = False) -> Callable[[Request], Awaitable[Response]]:

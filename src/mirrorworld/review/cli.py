@@ -3,17 +3,27 @@
 ``mirrorworld review serve RUN... [--db review.sqlite]`` imports the run files'
 episodes (again: only new ones), fills the queue by stratified sampling and
 serves the app; on a database without an admin it creates ``admin`` with a
-random password and prints it once. ``stats`` prints the agreement report and
+random password, shown once on the terminal when both standard input and
+output are one, and otherwise written to ``DB.admin-password`` (mode 0600,
+readable by its owner only), so it never lands in a log that captured the
+output. ``stats`` prints the agreement report and
 the drift alarms (``--json`` for all of it). ``export-disagreements`` writes
 adjudicated disagreements as verifier regression cases;
 ``check-regressions`` replays case files with the current verifier and fails
 when a case marked fixed disagrees again.
+
+Everything printed that came from a run file, a case file or a reviewer —
+task, family and check names, case ids, paths — goes through :func:`inert`
+and a console with markup off, so it cannot move the cursor, retitle the
+terminal or style the report.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -22,9 +32,31 @@ from typing import Any
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.options import registry_of
 
-__all__ = ["register"]
+__all__ = ["inert", "register"]
 
 DEFAULT_CASES = "tests/regressions/verifier_cases.jsonl"
+
+
+def inert(value: Any, limit: int = 500) -> str:
+    """``value`` as text safe for a terminal: one line, bounded, every control character shown as its escape.
+
+    A character that is not printable (ESC, CR, newline, BEL, a bidirectional
+    override …) is written the way Python's ``ascii`` writes it (``\\x1b``,
+    ``\\u202e``); past ``limit`` characters the text is cut with an ellipsis.
+    Rich markup is not escaped here: print through a console made with
+    ``markup=False`` (see :func:`_console`) or with plain ``print``.
+    """
+    text = str(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _console() -> Any:
+    """A rich console that interprets no markup, emoji codes or highlighting in what it prints."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def register(sub: Any) -> dict[str, Any]:
@@ -126,17 +158,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     for p in args.runs:
         _, new = store.add_run(p, audit=not args.no_audit, registry=registry_of(args))
-        print(f"{p}: {new} new episodes")
+        print(f"{inert(p)}: {new} new episodes")
     for p in args.gold:
         _, new = store.add_run(p, gold=True, audit=False)
-        print(f"{p}: {new} new gold episodes")
+        print(f"{inert(p)}: {new} new gold episodes")
     queued = build_queue(store, plan)
     print(f"queued {queued} more items")
     if not store.has_admin():
         password = secrets.token_urlsafe(12)
-        store.add_reviewer("admin", password, "admin")
-        print(f"created the admin account: name admin, password {password} (shown once)")
-    print(f"review app on http://{args.host}:{args.port}/ (Ctrl+C stops it)", flush=True)
+        if _is_terminal(sys.stdin) and _is_terminal(sys.stdout):
+            store.add_reviewer("admin", password, "admin")
+            print(f"created the admin account: name admin, password {password} (shown once)")
+        else:
+            where = Path(f"{args.db}.admin-password")
+            _write_private(where, password + "\n")
+            store.add_reviewer("admin", password, "admin")
+            print(f"created the admin account: name admin, its password is in {inert(where)} (readable by you only)")
+    print(f"review app on http://{inert(args.host)}:{args.port}/ (Ctrl+C stops it)", flush=True)
     from mirrorworld.review.stats import StatsOptions
 
     app = create_app(
@@ -149,6 +187,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is an open terminal (a missing or closed stream is not)."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (0600), atomically.
+
+    The text goes to a new file created exclusively with mode 0600 beside
+    ``path`` (so no existing file or symlink is written through, whatever the
+    umask), then replaces ``path``.
+    """
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as err:
+        raise MirrorworldError(f"cannot write {inert(path)}: {err.strerror or err}") from None
+
+
 def cmd_add_user(args: argparse.Namespace) -> int:
     if sys.stdin.isatty():
         import getpass
@@ -158,7 +228,7 @@ def cmd_add_user(args: argparse.Namespace) -> int:
         password = sys.stdin.readline().rstrip("\r\n")
     store = _store(args.db, create=True)
     rid = store.add_reviewer(args.name, password, args.role)
-    print(f"added {args.role} {args.name} (id {rid})")
+    print(f"added {args.role} {inert(args.name)} (id {rid})")
     return 0
 
 
@@ -173,7 +243,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     report = compute_stats(store, options)
     if report["incomparable"]:
         print(
-            "mirrorworld: WARNING: the runs come from world builds that differ in " + ", ".join(report["incomparable"]),
+            "mirrorworld: WARNING: the runs come from world builds that differ in "
+            + ", ".join(inert(p) for p in report["incomparable"]),
             file=sys.stderr,
         )
     report["drift"] = compute_drift(store)
@@ -192,10 +263,11 @@ def _fmt(e: dict[str, Any]) -> str:
 
 
 def _print_stats(r: dict[str, Any]) -> None:
-    from rich.console import Console
+    """The report as tables; names from run files are printed through :func:`inert`."""
     from rich.table import Table
+    from rich.text import Text
 
-    con = Console(highlight=False, soft_wrap=True)
+    con = _console()
     con.print(
         f"{r['reviews']} grades of {r['items_reviewed']} items by {r['reviewers']} reviewers; "
         f"{r['adjudicated']} adjudicated, {r['unresolved']} unresolved ties"
@@ -205,7 +277,15 @@ def _print_stats(r: dict[str, Any]) -> None:
         t.add_column(col)
 
     def row(name: str, v: dict[str, Any]) -> None:
-        t.add_row(name, str(v["n"]), _fmt(v["agreement"]), _fmt(v["kappa"]), _fmt(v["alpha"]), _fmt(v["ac1"]))
+        cells = (
+            inert(name, 120),
+            str(v["n"]),
+            _fmt(v["agreement"]),
+            _fmt(v["kappa"]),
+            _fmt(v["alpha"]),
+            _fmt(v["ac1"]),
+        )
+        t.add_row(*(Text(c) for c in cells))
 
     row("all", r["verifier_vs_human"])
     for name, g in r["by_family"].items():
@@ -227,12 +307,13 @@ def _print_stats(r: dict[str, Any]) -> None:
     )
     for d in r["disagreements"]:
         human = "tie" if d["human"] is None else ("pass" if d["human"] else "fail")
+        kinds = ", ".join(inert(k) for k in d["kinds"])
         con.print(
-            f"  item {d['item']} {d['task']}: verifier {'pass' if d['verifier'] else 'fail'}, human {human} "
-            f"({', '.join(d['kinds'])}){'' if d['adjudicated'] is None else ' adjudicated'}"
+            f"  item {inert(d['item'])} {inert(d['task'])}: verifier {'pass' if d['verifier'] else 'fail'}, "
+            f"human {human} ({kinds}){'' if d['adjudicated'] is None else ' adjudicated'}"
         )
     for a in r["drift"]["alarms"]:
-        con.print(f"[red]drift alarm[/red] {a['alarm']}: {json.dumps(a)}")
+        con.print(Text.assemble(("drift alarm", "red"), f" {inert(a['alarm'])}: {inert(json.dumps(a), 2000)}"))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -243,7 +324,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"out": args.out, "cases": len(cases), "new": new, "ids": [c.id for c in cases]}, indent=2))
     else:
-        print(f"{new} new regression cases; {len(cases)} in {args.out}")
+        print(f"{new} new regression cases; {len(cases)} in {inert(args.out)}")
     return 0
 
 
@@ -252,7 +333,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
-        raise MirrorworldError(f"no regression cases at {missing[0]}")
+        raise MirrorworldError(f"no regression cases at {inert(missing[0])}")
     summary = check_cases(args.paths, registry_of(args))
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -263,5 +344,5 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"{len(summary['regressed'])} regressed"
         )
         for cid in summary["regressed"]:
-            print(f"  regressed: {cid}")
+            print(f"  regressed: {inert(cid)}")
     return 1 if summary["regressed"] else 0

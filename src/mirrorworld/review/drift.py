@@ -185,8 +185,8 @@ def drift_report(
                     alarms.append({"alarm": "agreement_drop", "window": last["index"], **hit})
 
     first_seen: dict[str, int] = {}
-    for item in sorted(items, key=lambda i: i.id):
-        first_seen.setdefault(item.verifier_version, item.id)
+    for rank, item in enumerate(sorted(items, key=lambda i: (i.run_id, i.episode, i.id))):  # import order
+        first_seen.setdefault(item.verifier_version, rank)
     by_version: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     for r, item in graded:
         by_version[item.verifier_version].append((item.verifier_passed, r.passed))

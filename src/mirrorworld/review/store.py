@@ -10,7 +10,10 @@ campaign produces, so it can be copied, archived and re-analysed:
   how many reviewers should grade it.
 * ``reviewers`` (role ``reviewer``, ``adjudicator`` or ``admin``, scrypt
   password hash, paused flag) and ``sessions`` (server-side sign-in sessions
-  with their CSRF token).
+  with their CSRF token; a session is stored as the SHA-256 of its token, so
+  a copy of the database signs nobody in).
+* ``sign_ins`` — the sign-in attempts of the throttling window, and
+  ``used_nonces`` — the sign-in forms already posted (see :meth:`ReviewStore.sign_in`).
 * ``assignments`` — who took which item and when (the start of the review
   clock), ``reviews`` — one grade per reviewer and item, with its per-check
   ``rubric`` rows, and ``adjudications`` — the final human verdict on an item
@@ -26,6 +29,19 @@ records how many rubric rows a review was written with, and
 :meth:`ReviewStore.check_consistency` verifies that and the other invariants.
 A review is unique per ``(item, reviewer)``: posting it twice stores it once.
 
+**Item ids are opaque.** An item's id is drawn at random (ten digits) when it
+is imported, never counted up, so the ids a reviewer sees say nothing about
+import order — in particular not which items came from a gold run imported
+together (a block of consecutive ids would let a reviewer grade only those
+carefully). Import order lives in ``(run_id, episode)``, which is how
+:meth:`ReviewStore.items` sorts. Items imported before ids were drawn keep
+their counted ids.
+
+**Opening a file.** A path that exists must be empty or already a review
+database: anything else (another program's SQLite file, junk) is refused
+before a byte is written to it, and the schema of a new database is created in
+one transaction, so a half-created review database cannot exist.
+
 Time here is wall-clock time (seconds since the epoch), injected as ``clock``
 so tests can move it: review time has nothing to do with a world's simulated
 clock.
@@ -37,6 +53,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import random
 import secrets
 import sqlite3
 import time
@@ -59,6 +76,8 @@ __all__ = [
     "ReviewRow",
     "ReviewStore",
     "Reviewer",
+    "SignIn",
+    "SignInLimits",
     "check_refs",
     "record_verdict",
 ]
@@ -83,6 +102,12 @@ ASSIGNMENT_SECONDS = 30 * 60
 """An item taken but not graded within this time goes back to the queue."""
 
 MAX_REASON = 5000
+
+NONCE_SECONDS = 3600
+"""How long a sign-in form stays valid; a used form's nonce is remembered this long."""
+
+ITEM_IDS = range(1_000_000_000, 10_000_000_000)
+"""Where item ids are drawn from: ten digits, uniformly, whatever the import order."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -132,6 +157,12 @@ CREATE TABLE IF NOT EXISTS adjudications (
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, reviewer_id INTEGER, kind TEXT NOT NULL, detail TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sign_ins (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, name TEXT NOT NULL, client TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS used_nonces (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS sign_ins_by_name ON sign_ins (name, client, at);
+CREATE INDEX IF NOT EXISTS sign_ins_by_client ON sign_ins (client, at);
 CREATE INDEX IF NOT EXISTS reviews_by_reviewer ON reviews (reviewer_id, submitted_at);
 CREATE INDEX IF NOT EXISTS items_by_position ON items (position);
 CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, at);
@@ -238,6 +269,77 @@ class ReviewRow:
         return [n for n, on in names if on]
 
 
+@dataclass(frozen=True)
+class SignInLimits:
+    """How many sign-in attempts are evaluated within ``window`` seconds, and for whom.
+
+    An attempt is counted from the moment it is let through to the password
+    check until it succeeds (a success removes it), so the counts are of
+    failed and in-flight attempts. Three limits apply, chosen so that
+    throttling guessing does not hand anyone a way to lock a reviewer out:
+
+    * ``per_name_client`` attempts for one name from one client (address).
+      This is the lockout a reviewer who mistypes meets; an attacker guessing
+      the admin's password locks only their own address out of that name.
+    * ``per_client`` attempts from one client across all names, against one
+      password sprayed over many names.
+    * ``per_name`` attempts for one name from all clients together, against
+      guessing from many addresses at once.
+
+    A client with a device cookie for the name — signed by the app when that
+    browser last signed in as that name — is counted apart, under its device,
+    by ``per_name_client`` only. So however many guesses arrive for the admin
+    from elsewhere, the admin's own browser still signs in; and a stolen
+    device cookie buys no more than ``per_name_client`` guesses a window.
+    Limits are fixed windows, not growing back-off: the device exemption is
+    what keeps the owner of a name in.
+    """
+
+    window: float = 15 * 60
+    per_name_client: int = 5
+    per_client: int = 20
+    per_name: int = 50
+
+    def exceeded(self, conn: sqlite3.Connection, name: str, key: str, *, trusted: bool, since: float) -> str | None:
+        """The first limit a new attempt would pass (None when it is within all of them)."""
+
+        def count(where: str, params: tuple[Any, ...]) -> int:
+            return int(
+                conn.execute(f"SELECT COUNT(*) FROM sign_ins WHERE at >= ? AND {where}", (since, *params)).fetchone()[0]
+            )
+
+        if count("name=? AND client=?", (name, key)) >= self.per_name_client:
+            return "per_name_client"
+        if trusted:
+            return None
+        if count("client=?", (key,)) >= self.per_client:
+            return "per_client"
+        if count("name=? AND client NOT LIKE 'device:%'", (name,)) >= self.per_name:
+            return "per_name"
+        return None
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """What :meth:`ReviewStore.sign_in` decided.
+
+    ``outcome`` is ``ok`` (``reviewer``, the session ``token`` and its
+    ``csrf`` are set), ``wrong`` (name or password), ``locked`` (over a
+    :class:`SignInLimits` limit: the password was not checked) or ``replayed``
+    (the form's nonce was used before: nothing was checked).
+    """
+
+    outcome: Literal["ok", "wrong", "locked", "replayed"]
+    reviewer: Reviewer | None = None
+    token: str = ""
+    csrf: str = ""
+
+
+def _digest(secret: str) -> str:
+    """The SHA-256 of a bearer secret (session token, form nonce), as stored instead of the secret."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
 def _check_group(family: str, kind: str, params: dict[str, Any]) -> str:
     table = params.get("table", "?")
     if kind == "field":
@@ -304,34 +406,92 @@ def verify_password(password: str, stored: str) -> bool:
 _DUMMY_HASH = hash_password("not a password", salt=b"\0" * 16)
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_existing(path: Path) -> None:
+    """Refuse an existing ``path`` that is neither empty nor a review database, writing nothing to it.
+
+    The file is looked at read-only — its first bytes, then, for an SQLite
+    file, its table list and ``meta.format`` through a read-only connection —
+    because a normal connection would already change it (the WAL pragma
+    rewrites the header). Without a ``-wal`` file beside it the connection is
+    ``immutable`` as well, so not even the ``-shm``/``-wal`` files a read-only
+    connection to a WAL database makes appear; with one (a program has the
+    file open) it reads through it. An SQLite file without tables counts as
+    empty.
+    """
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(_SQLITE_HEADER))
+    except OSError as err:
+        raise MirrorworldError(f"{path} cannot be read as a review database ({err.strerror or err})") from None
+    if not header:
+        return
+    if header != _SQLITE_HEADER:
+        raise MirrorworldError(f"{path} is not a review database (not an SQLite file)")
+    try:
+        wal = path.with_name(path.name + "-wal")
+        mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, timeout=30)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                return
+            if "meta" not in tables:
+                raise MirrorworldError(f"{path} is not a review database (an SQLite file of another program)")
+            row = conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+        finally:
+            conn.close()
+        found = None if row is None else json.loads(row[0])
+    except (sqlite3.DatabaseError, ValueError, TypeError) as err:
+        raise MirrorworldError(f"{path} is not a review database ({err})") from None
+    if found is None:
+        raise MirrorworldError(f"{path} is not a review database (it has no format mark)")
+    if found != FORMAT:
+        raise MirrorworldError(f"{path} is not a {FORMAT} database (it says {ascii(found)[:80]})")
+
+
 class ReviewStore:
     """The review database at ``path`` (created when missing). See the module docstring.
 
     The store holds no open connection: each operation opens its own, so one
-    store may be shared by the threads of a web server.
+    store may be shared by the threads of a web server. ``rng`` draws item ids
+    (by default the operating system's random source; tests pass a seeded one).
     """
 
-    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        create: bool = True,
+        rng: random.Random | None = None,
+    ) -> None:
         self.path = Path(path)
         self.clock = clock
-        if not self.path.exists():
-            if not create:
-                raise MirrorworldError(f"no review database at {self.path}")
+        self.rng = rng if rng is not None else random.SystemRandom()
+        if self.path.exists() or self.path.is_symlink():
+            _check_existing(self.path)
+        elif not create:
+            raise MirrorworldError(f"no review database at {self.path}")
+        else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        init = (
+            f"BEGIN IMMEDIATE;\n{_SCHEMA}"
+            f"INSERT OR IGNORE INTO meta VALUES ('format', '{json.dumps(FORMAT)}');\n"
+            f"INSERT OR IGNORE INTO meta VALUES ('secret', '{json.dumps(secrets.token_hex(32))}');\nCOMMIT;"
+        )
         try:
             conn = self.connect()
             try:
-                conn.executescript(_SCHEMA)
+                conn.executescript(init)
+                row = conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
             finally:
                 conn.close()
-            with self.write() as conn:
-                row = conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
-                if row is None:
-                    conn.execute("INSERT INTO meta VALUES ('format', ?)", (json.dumps(FORMAT),))
-                    conn.execute("INSERT INTO meta VALUES ('secret', ?)", (json.dumps(secrets.token_hex(32)),))
-                elif json.loads(row[0]) != FORMAT:
-                    raise MirrorworldError(f"{self.path} is not a {FORMAT} database")
-        except sqlite3.DatabaseError as err:
+            if row is None or json.loads(row[0]) != FORMAT:
+                raise MirrorworldError(f"{self.path} is not a {FORMAT} database")
+        except (sqlite3.DatabaseError, ValueError) as err:
             raise MirrorworldError(f"{self.path} is not a review database ({err})") from None
         self._secret: str = self.get_meta("secret")
 
@@ -435,14 +595,19 @@ class ReviewStore:
                 if gold:
                     conn.execute("UPDATE runs SET gold=1 WHERE id=?", (run_id,))
             new = 0
+            known = {int(r[0]) for r in conn.execute("SELECT episode FROM items WHERE run_id=?", (run_id,))}
             for rec in records:
+                if rec.index in known:
+                    continue
+                known.add(rec.index)
                 data = _record_dict(rec)
                 refs = check_refs(data)
                 cur = conn.execute(
-                    "INSERT OR IGNORE INTO items (run_id, episode, task_id, family, agent, verifier_version,"
+                    "INSERT INTO items (id, run_id, episode, task_id, family, agent, verifier_version,"
                     " verifier_passed, score, reward, error, checks, audit_flags, record, gold_answer)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
+                        self._new_item_id(conn),
                         run_id,
                         rec.index,
                         rec.task_id,
@@ -465,6 +630,13 @@ class ReviewStore:
                     "UPDATE items SET gold_answer=verifier_passed WHERE run_id=? AND gold_answer IS NULL", (run_id,)
                 )
         return run_id, new
+
+    def _new_item_id(self, conn: sqlite3.Connection) -> int:
+        """An unused item id drawn uniformly from :data:`ITEM_IDS` (see the module docstring)."""
+        while True:
+            candidate = self.rng.randrange(ITEM_IDS.start, ITEM_IDS.stop)
+            if conn.execute("SELECT 1 FROM items WHERE id=?", (candidate,)).fetchone() is None:
+                return candidate
 
     _ITEM_COLS = (
         "i.id, i.run_id, i.episode, i.task_id, i.family, i.agent, i.verifier_version, i.verifier_passed, i.score,"
@@ -497,8 +669,14 @@ class ReviewStore:
     def items(
         self, conn: sqlite3.Connection | None = None, where: str = "1", params: tuple[Any, ...] = ()
     ) -> list[Item]:
-        """Items matching an SQL condition on ``i`` (items) and ``r`` (runs); the condition is ours, never input."""
-        sql = f"SELECT {self._ITEM_COLS} FROM items i JOIN runs r ON r.id=i.run_id WHERE {where} ORDER BY i.id"
+        """Items matching an SQL condition on ``i`` (items) and ``r`` (runs); the condition is ours, never input.
+
+        They come in import order (run, then episode): ids are random and order nothing.
+        """
+        sql = (
+            f"SELECT {self._ITEM_COLS} FROM items i JOIN runs r ON r.id=i.run_id WHERE {where}"
+            " ORDER BY i.run_id, i.episode, i.id"
+        )
         if conn is not None:
             return [self._item(r) for r in conn.execute(sql, params)]
         with self.read() as c:
@@ -586,7 +764,10 @@ class ReviewStore:
             return conn.execute("SELECT 1 FROM reviewers WHERE role='admin'").fetchone() is not None
 
     def authenticate(self, name: str, password: str) -> Reviewer | None:
-        """The reviewer with this name and password, or None (in the same time either way)."""
+        """The reviewer with this name and password, or None (in the same time either way).
+
+        Unthrottled: the app signs people in through :meth:`sign_in`.
+        """
         with self.read() as conn:
             row = conn.execute(f"SELECT {self._REVIEWER_COLS}, pw FROM reviewers WHERE name=?", (name,)).fetchone()
         if row is None:
@@ -594,20 +775,61 @@ class ReviewStore:
             return None
         return self._reviewer(row) if verify_password(password, row[6]) else None
 
-    def failed_sign_in(self, name: str) -> None:
-        """Record a failed sign-in for ``name`` (see :meth:`recent_failures`)."""
-        with self.write() as conn:
-            self.log(conn, None, "sign_in_failed", {"name": name[:64]})
+    def sign_in(
+        self,
+        name: str,
+        password: str,
+        *,
+        client: str,
+        nonce: str,
+        device: str | None = None,
+        limits: SignInLimits | None = None,
+    ) -> SignIn:
+        """Check a sign-in form and, when it is right, open a session.
 
-    def recent_failures(self, name: str, seconds: float) -> int:
-        """Failed sign-ins for ``name`` in the last ``seconds`` (the app throttles on it)."""
-        with self.read() as conn:
-            row = conn.execute(
-                "SELECT COUNT(*) FROM events WHERE kind='sign_in_failed' AND at >= ?"
-                " AND json_extract(detail, '$.name')=?",
-                (self.clock() - seconds, name[:64]),
-            ).fetchone()
-        return int(row[0])
+        In one write transaction, before the password is looked at: the form's
+        ``nonce`` is spent (a nonce seen before gives ``replayed``), the
+        attempt is counted against ``limits`` (over any limit gives ``locked``)
+        and, if it is within them, written down as a reservation. Only then is
+        the password hash checked, outside the transaction (scrypt takes tens
+        of milliseconds; holding the write lock for it would stall every
+        reviewer). A right password deletes its reservation and creates the
+        session in one transaction; a wrong one leaves the reservation as the
+        failure. Because the count and the reservation commit together,
+        concurrent attempts serialise on the write lock and no more than the
+        limit are ever evaluated, however many arrive at once.
+
+        ``client`` is who is asking (the app passes the remote address);
+        ``device`` is set when the client proved, with a cookie signed at an
+        earlier successful sign-in of ``name``, that it is a browser this
+        reviewer used: see :class:`SignInLimits` for what that changes.
+        """
+        limits = limits or SignInLimits()
+        now = self.clock()
+        key = f"device:{device}" if device is not None else f"client:{client}"
+        counted = name[:64]
+        with self.write() as conn:
+            conn.execute("DELETE FROM used_nonces WHERE expires_at < ?", (now,))
+            conn.execute("DELETE FROM sign_ins WHERE at < ?", (now - limits.window,))
+            spent = conn.execute(
+                "INSERT OR IGNORE INTO used_nonces VALUES (?, ?)", (_digest(nonce), now + NONCE_SECONDS)
+            )
+            if spent.rowcount != 1:
+                return SignIn("replayed")
+            over = limits.exceeded(conn, counted, key, trusted=device is not None, since=now - limits.window)
+            if over is not None:  # not logged: a refusal must not grow the database
+                return SignIn("locked")
+            cur = conn.execute("INSERT INTO sign_ins (at, name, client) VALUES (?, ?, ?)", (now, counted, key))
+            attempt = int(cur.lastrowid or 0)
+        reviewer = self.authenticate(name, password)
+        if reviewer is None:
+            with self.write() as conn:
+                self.log(conn, None, "sign_in_failed", {"name": counted, "client": client})
+            return SignIn("wrong")
+        with self.write() as conn:
+            conn.execute("DELETE FROM sign_ins WHERE id=?", (attempt,))
+            token, csrf = self._create_session(conn, reviewer.id)
+        return SignIn("ok", reviewer, token, csrf)
 
     def set_paused(self, reviewer_id: int, paused: bool, reason: str, *, by: int | None) -> None:
         """Pause a reviewer (no more queue items) or resume one; resuming restarts the quality window."""
@@ -631,22 +853,27 @@ class ReviewStore:
         self.log(conn, by, "paused" if paused else "resumed", {"reviewer": reviewer_id, "reason": reason})
 
     def create_session(self, reviewer_id: int) -> tuple[str, str]:
-        """A new sign-in session: (session token, CSRF token)."""
+        """A new sign-in session: (session token, CSRF token). Only the token's SHA-256 is stored."""
+        with self.write() as conn:
+            return self._create_session(conn, reviewer_id)
+
+    def _create_session(self, conn: sqlite3.Connection, reviewer_id: int) -> tuple[str, str]:
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = self.clock()
-        with self.write() as conn:
-            conn.execute("DELETE FROM sessions WHERE expires_at < ?", (now,))
-            conn.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)", (token, reviewer_id, csrf, now, now + SESSION_SECONDS)
-            )
-            self.log(conn, reviewer_id, "signed_in", {})
+        conn.execute("DELETE FROM sessions WHERE expires_at < ?", (now,))
+        conn.execute(
+            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
+            (_digest(token), reviewer_id, csrf, now, now + SESSION_SECONDS),
+        )
+        self.log(conn, reviewer_id, "signed_in", {})
         return token, csrf
 
     def session(self, token: str) -> tuple[Reviewer, str] | None:
-        """The reviewer and CSRF token of a live session."""
+        """The reviewer and CSRF token of a live session, found by the SHA-256 of its token."""
         with self.read() as conn:
             row = conn.execute(
-                "SELECT reviewer_id, csrf FROM sessions WHERE token=? AND expires_at >= ?", (token, self.clock())
+                "SELECT reviewer_id, csrf FROM sessions WHERE token=? AND expires_at >= ?",
+                (_digest(token), self.clock()),
             ).fetchone()
             if row is None:
                 return None
@@ -655,7 +882,7 @@ class ReviewStore:
 
     def end_session(self, token: str) -> None:
         with self.write() as conn:
-            conn.execute("DELETE FROM sessions WHERE token=?", (token,))
+            conn.execute("DELETE FROM sessions WHERE token=?", (_digest(token),))
 
     # -- reviews -----------------------------------------------------------------
 
