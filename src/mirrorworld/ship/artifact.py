@@ -21,7 +21,9 @@ feed the content hash, so the artifact must hold them), the
 ``.dist-info`` folder.
 
 **Byte-identical builds.** Entries are written in sorted order with a fixed
-date (1980-01-01), fixed permissions and one compression level; no file
+date (1980-01-01) and fixed permissions, stored without compression (so the
+bytes depend on no compressor's version: deflate output differs between zlib
+builds; the artifact is under 2 MB either way); no file
 outside the package's own sources (``*.py``, ``*.sql``, ``*.md``,
 ``*.json``, ``py.typed``) is included, so caches and editor files never
 change the bytes. The artifact's identity is the SHA-256 of its bytes
@@ -54,7 +56,6 @@ __all__ = ["Artifact", "ArtifactError", "pack", "package_files"]
 MANIFEST_NAME = "mirrorworld-manifest.json"
 _SUFFIXES = (".py", ".sql", ".md", ".json", ".typed")
 _DATE = (1980, 1, 1, 0, 0, 0)
-_LEVEL = 9
 _MAX_BYTES = 256 << 20
 _MAX_FILES = 20_000
 _WHEEL = b"Wheel-Version: 1.0\nGenerator: mirrorworld pack\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
@@ -160,10 +161,10 @@ def pack(world_name: str, out_dir: str | Path, *, registry: object | None = None
     with zipfile.ZipFile(buf, "w") as zf:
         for name, data in files:
             info = zipfile.ZipInfo(name, date_time=_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED
             info.external_attr = (0o100644 & 0xFFFF) << 16
             info.create_system = 3
-            zf.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=_LEVEL)
+            zf.writestr(info, data, compress_type=zipfile.ZIP_STORED)
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".pack-")
     with os.fdopen(fd, "wb") as f:
         f.write(buf.getvalue())
