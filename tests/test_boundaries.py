@@ -233,7 +233,7 @@ def test_a_malformed_run_file_is_one_error_line_from_show(
     for argv in (["show", str(path)], ["show", str(path), "1"], ["show", str(path), "--json"]):
         code = main(argv)
         out, err = capsys.readouterr()
-        assert code == 1, (argv, out)
+        assert code == 2, (argv, out)
         assert err.startswith(f"mirrorworld: error: {path}: episode 1: ") and needle in err, err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert main(["show", str(path), "0"]) == 0  # the other episodes still read
@@ -252,7 +252,7 @@ def test_a_malformed_verdict_through_the_console_script(tmp_path: Path, helpdesk
         stdin=subprocess.DEVNULL,
         timeout=120,
     )
-    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
         f"mirrorworld: error: {path}: episode 1: malformed verdict: verdict.breakdown has no 'process'"
     ]
@@ -267,7 +267,7 @@ def test_a_malformed_stored_summary_is_one_error_line(
     with conn:
         conn.execute("UPDATE meta SET value=? WHERE key='summary'", (json.dumps({"families": {"x": {}}}),))
     conn.close()
-    assert main(["show", str(path)]) == 1
+    assert main(["show", str(path)]) == 2
     err = capsys.readouterr().err
     assert "its stored summary is malformed" in err and len(err.strip().splitlines()) == 1
 

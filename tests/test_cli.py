@@ -116,7 +116,7 @@ def test_corrupt_run_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"not a database at all" * 100)
     code, _, err = _run(capsys, "show", str(bad))
-    assert code == 1 and "not a mirrorworld run file" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "not a mirrorworld run file" in err and len(err.strip().splitlines()) == 1
 
 
 def test_console_script_in_a_subprocess(tmp_path: Path) -> None:

@@ -2,7 +2,15 @@
 
 Commands: ``run`` (the main job: agents over tasks, graded and recorded),
 ``show`` (a run file or one of its episodes), ``tasks``, ``tools``, ``worlds``
-and ``bench``. Every error is one line on stderr and a non-zero exit.
+and ``bench``. Every error is one line on stderr, printed inert (what a file
+or an agent wrote in it reaches the terminal as text), and a non-zero exit:
+
+* 2: a usage error, or a file that is not what the command reads (a missing,
+  corrupt or hostile run file, JSONL or trace file: a
+  :class:`~mirrorworld.errors.RunFileError`);
+* 1: any other error mirrorworld reports (an unknown world, an agent or world
+  failure that stops the command, an operating-system error);
+* 70: an internal error, a bug (``MIRRORWORLD_DEBUG=1`` shows its traceback).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mirrorworld.core.registry import Registry, default
-from mirrorworld.errors import MirrorworldError
+from mirrorworld.errors import MirrorworldError, RunFileError
 from mirrorworld.options import registry_of, world_option
 from mirrorworld.progress import progress_bar, wants_progress
 
@@ -253,68 +261,74 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _inert(value: Any, limit: int = 2000) -> str:
-    """Untrusted text for the terminal: markup escaped, control characters shown as escapes, bounded."""
-    from rich.markup import escape
-
-    text = str(value)
-    if len(text) > limit:
-        text = text[:limit] + "…"
-    return escape("".join(c if c.isprintable() or c in "\n\t" else ascii(c)[1:-1] for c in text))
-
-
 def _print_summary(summary: dict[str, Any], title: str) -> None:
-    """The summary table; errored episodes are counted per boundary, outside the rates."""
-    from rich.table import Table
+    """The summary table; errored episodes are counted per boundary, outside the rates.
 
-    table = Table(title=_inert(title, 200))
+    ``summary`` may come from a run file: every name in it is printed inert
+    (:mod:`mirrorworld.run.inert`), every number read as a number.
+    """
+    from rich.table import Table
+    from rich.text import Text
+
+    from mirrorworld.run.inert import inert, text
+
+    table = Table(title=text(title, 200))
     table.add_column("family", no_wrap=True)
     for col in ("episodes", "pass rate", "pass^k", "reward", "steps", "errors"):
         table.add_column(col, justify="right")
 
-    def row(name: str, b: dict[str, Any], style: str | None = None) -> None:
-        table.add_row(
-            _inert(name, 200),
+    def row(name: str, b: dict[str, Any], style: str = "") -> None:
+        cells = (
             str(int(b["episodes"])),
-            f"{b['pass_rate']:.1%}",
-            f"{b['pass_hat_k']:.1%}",
-            f"{b['mean_reward']:.3f}",
-            f"{b['mean_steps']:.1f}",
+            f"{float(b['pass_rate']):.1%}",
+            f"{float(b['pass_hat_k']):.1%}",
+            f"{float(b['mean_reward']):.3f}",
+            f"{float(b['mean_steps']):.1f}",
             _errors(b),
-            style=style,
         )
+        table.add_row(text(name, 200), *(Text(c) for c in cells), style=style)
 
     for name, b in summary["families"].items():
         row(name, b)
     row("all", summary, style="bold")
     con = _console()
     con.print(table)
-    gates = ", ".join(f"{_inert(g, 100)} {int(n)}" for g, n in summary["gate_failures"].items())
-    con.print(f"verifier gate failures: {gates}")
+    gates = ", ".join(f"{inert(g, 100)} {int(n)}" for g, n in summary["gate_failures"].items())
+    con.print(Text(f"verifier gate failures: {gates}"))
     if int(summary.get("errors", 0)):
-        con.print(f"errored episodes (not graded, outside the rates): {_errors(summary, counts=False)}")
+        con.print(Text(f"errored episodes (not graded, outside the rates): {_errors(summary, counts=False)}"))
     if "episodes_per_s" in summary:
-        con.print(f"{summary['episodes']} episodes in {summary['seconds']:.2f} s ({summary['episodes_per_s']} /s)")
+        rate = inert(summary["episodes_per_s"], 40)
+        con.print(Text(f"{int(summary['episodes'])} episodes in {float(summary['seconds']):.2f} s ({rate} /s)"))
 
 
 def _errors(block: dict[str, Any], *, counts: bool = True) -> str:
-    """``3 (world 2, verifier 1)``: errored episodes, per boundary (older summaries have the total only)."""
+    """``3 (world 2, verifier 1)``: errored episodes, per boundary (older summaries have the total only); inert."""
+    from mirrorworld.run.inert import inert
+
     total = int(block.get("errors", 0))
     by = block.get("errors_by_boundary") or {}
-    parts = ", ".join(f"{_inert(b, 40)} {int(n)}" for b, n in by.items())
+    parts = ", ".join(f"{inert(b, 40)} {int(n)}" for b, n in by.items())
     if not counts:
         return parts or str(total)
     return f"{total} ({parts})" if total and parts else str(total)
 
 
-def _failure_text(failure: Any) -> str:
-    return f"{failure.boundary}: {_inert(failure.message, 80)}" if failure is not None else ""
+_SUMMARY_FAULTS = (KeyError, TypeError, ValueError, AttributeError, OverflowError)
+"""What reading a malformed stored summary raises (a missing key, a name where a number belongs, infinity)."""
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """A run (its summary and one row per episode) or one episode; a malformed run file is one error line."""
-    from mirrorworld.errors import RunFileError
+    """A run (its summary and one row per episode) or one episode; a malformed run file is one error line.
+
+    Everything the run file holds is printed inert (:mod:`mirrorworld.run.inert`):
+    markup in an agent's text stays text, control characters are shown as escapes.
+    """
+    from rich.table import Table
+    from rich.text import Text
+
     from mirrorworld.run import RunFile
+    from mirrorworld.run.inert import text
 
     with RunFile.open(args.run) as run:
         if args.episode is None:
@@ -340,21 +354,19 @@ def cmd_show(args: argparse.Namespace) -> int:
                 title = f"{meta.get('agent')} on {meta.get('world')} ({meta.get('split')} split)"
                 try:
                     _print_summary(meta["summary"], title=title)
-                except (KeyError, TypeError, ValueError, AttributeError):
+                except _SUMMARY_FAULTS:
                     raise RunFileError(f"{args.run}: its stored summary is malformed") from None
-            from rich.table import Table
-
-            table = Table(title=_inert(args.run, 300))
+            table = Table(title=text(args.run, 300))
             for col in ("#", "task", "trial", "passed", "reward", "steps", "error"):
                 table.add_column(col)
             for e in records:
                 table.add_row(
-                    str(e.index),
-                    _inert(e.task_id, 200),
-                    str(e.trial),
-                    "errored" if e.errored else "yes" if e.passed else "no",
-                    f"{e.reward:.2f}",
-                    str(e.steps),
+                    Text(str(e.index)),
+                    text(e.task_id, 200),
+                    Text(str(e.trial)),
+                    Text("errored" if e.errored else "yes" if e.passed else "no"),
+                    Text(f"{e.reward:.2f}"),
+                    Text(str(e.steps)),
                     _failure_text(e.failure),
                 )
             _console().print(table)
@@ -365,12 +377,38 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         print(json.dumps(asdict(ep), indent=2, default=str))
         return 0
+    _print_episode(ep)
+    return 0
+
+
+def _failure_text(failure: Any) -> Any:
+    from rich.text import Text
+
+    from mirrorworld.run.inert import inert
+
+    return Text(f"{inert(failure.boundary, 40)}: {inert(failure.message, 80)}" if failure is not None else "")
+
+
+def _print_episode(ep: Any) -> None:
+    """One episode of a run file: its header, its messages and tool calls, its verdict or failure, all inert."""
+    from rich.text import Text
+
+    from mirrorworld.run.inert import inert, text
+
     verdict = ep.graded
     con = _console()
-    status = "[yellow]ERRORED" if ep.errored else "[green]PASSED" if ep.passed else "[red]FAILED"
+    status = ("ERRORED", "yellow") if ep.errored else ("PASSED", "green") if ep.passed else ("FAILED", "red")
     con.print(
-        f"[bold]episode {ep.index}[/bold]  task {_inert(ep.task_id, 200)}  agent {_inert(ep.agent, 200)}  "
-        f"{status}[/]  reward {ep.reward:.2f}  steps {ep.steps}"
+        Text.assemble(
+            (f"episode {ep.index}", "bold"),
+            "  task ",
+            text(ep.task_id, 200),
+            "  agent ",
+            text(ep.agent, 200),
+            "  ",
+            status,
+            f"  reward {ep.reward:.2f}  steps {ep.steps}",
+        )
     )
     for m in ep.messages:
         role = m.get("role")
@@ -381,24 +419,32 @@ def cmd_show(args: argparse.Namespace) -> int:
             for c in calls if isinstance(calls, list) else [calls]:
                 fn = c.get("function", {}) if isinstance(c, dict) else {}
                 fn = fn if isinstance(fn, dict) else {}
-                con.print(f"[cyan]assistant → {_inert(fn.get('name'), 200)}[/cyan] {_inert(fn.get('arguments'))}")
+                name = text(fn.get("name"), 200, style="cyan")
+                con.print(Text.assemble(("assistant → ", "cyan"), name, " ", text(fn.get("arguments"))))
         elif role == "tool":
-            con.print(f"  [dim]tool:[/dim] {_inert(m.get('content'), 400)}")
+            con.print(Text.assemble("  ", ("tool:", "dim"), " ", text(m.get("content"), 400)))
         else:
-            con.print(f"[bold]{_inert(role, 40)}:[/bold] {_inert(m.get('content'))}")
+            con.print(Text.assemble(text(role, 40, style="bold"), (":", "bold"), " ", text(m.get("content"))))
     if verdict is None:
-        con.print("[bold]verdict[/bold]  none: the episode was not graded")
+        con.print(Text.assemble(("verdict", "bold"), "  none: the episode was not graded"))
     else:
-        con.print("[bold]verdict[/bold]")
+        con.print(Text("verdict", style="bold"))
         for gate, result in verdict.gates.items():
-            mark = "[green]pass[/]" if result.passed else "[red]FAIL[/]"
-            con.print(f"  {_inert(gate, 100)}: {mark} {_inert('; '.join(result.evidence))}")
+            mark = ("pass", "green") if result.passed else ("FAIL", "red")
+            con.print(Text.assemble("  ", text(gate, 100), ": ", mark, " ", text("; ".join(result.evidence))))
         for section in ("process", "guards"):
-            con.print(f"  {section}: {_inert(getattr(verdict, section))}")
+            con.print(Text.assemble(f"  {section}: ", text(getattr(verdict, section))))
     if ep.failure is not None:
         f = ep.failure
-        con.print(f"[red]errored at the {f.boundary} boundary[/red] ({_inert(f.kind, 200)}): {_inert(f.message)}")
-    return 0
+        con.print(
+            Text.assemble(
+                (f"errored at the {inert(f.boundary, 40)} boundary", "red"),
+                " (",
+                text(f.kind, 200),
+                "): ",
+                text(f.message),
+            )
+        )
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
@@ -508,11 +554,14 @@ def main(argv: Sequence[str] | None = None, *, registry: Registry | None = None)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return int(handlers[args.command](args))
+    except RunFileError as err:
+        _error_line(f"mirrorworld: error: {err}")
+        return 2
     except MirrorworldError as err:
-        print(f"mirrorworld: error: {err}", file=sys.stderr)
+        _error_line(f"mirrorworld: error: {err}")
         return 1
     except OSError as err:
-        print(f"mirrorworld: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "), file=sys.stderr)
+        _error_line(f"mirrorworld: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "))
         return 1
     except KeyboardInterrupt:
         print("mirrorworld: interrupted", file=sys.stderr)
@@ -520,11 +569,17 @@ def main(argv: Sequence[str] | None = None, *, registry: Registry | None = None)
     except Exception as err:
         if os.environ.get("MIRRORWORLD_DEBUG"):
             raise
-        print(
-            f"mirrorworld: internal error: {type(err).__name__}: {err} (MIRRORWORLD_DEBUG=1 shows the traceback)",
-            file=sys.stderr,
+        _error_line(
+            f"mirrorworld: internal error: {type(err).__name__}: {err} (MIRRORWORLD_DEBUG=1 shows the traceback)"
         )
         return 70
+
+
+def _error_line(message: str) -> None:
+    """An error on stderr as one inert line: what a file or an agent wrote in it cannot reach the terminal."""
+    from mirrorworld.run.inert import inert
+
+    print(inert(message, 1000, lines=False), file=sys.stderr)
 
 
 if __name__ == "__main__":

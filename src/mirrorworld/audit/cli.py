@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mirrorworld.core.registry import Registry
-from mirrorworld.errors import MirrorworldError
+from mirrorworld.errors import MirrorworldError, RunFileError
 from mirrorworld.options import registry_of, world_option
 from mirrorworld.progress import progress_bar, wants_progress
 
@@ -93,10 +93,13 @@ def cmd_audit_verifiers(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_run(args: argparse.Namespace) -> int:
+    """Flag reward-hacking patterns in a recorded run; everything the file holds is printed inert."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from mirrorworld.audit.runlog import audit_run
+    from mirrorworld.run.inert import inert, text
 
     path = Path(args.run)
     name = args.world
@@ -106,28 +109,33 @@ def cmd_audit_run(args: argparse.Namespace) -> int:
         from mirrorworld.run.trajectories import RunFile
 
         with RunFile.open(path) as run:
-            name = str(run.meta.get("world", ""))
+            name = run.meta.get("world")
+        if not isinstance(name, str) or not name:
+            raise RunFileError(f"{path}: its meta names no world (give --world)")
     result = audit_run(path, registry_of(args).get(name))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     con = Console(highlight=False)
-    t = Table(title=f"reward-hacking flags in {path} ({result['episodes']} episodes)")
+    t = Table(title=text(f"reward-hacking flags in {path} ({result['episodes']} episodes)", 400))
     for col in ("#", "task", "verifier", "rule", "evidence", "steps"):
         t.add_column(col)
     for ep in result["episodes_flagged"]:
         for flag in ep["flags"]:
             t.add_row(
-                str(ep["index"]),
-                ep["task"],
-                "passed" if ep["passed"] else "failed",
-                flag["rule"],
-                flag["evidence"],
-                ",".join(map(str, flag["steps"])),
+                Text(str(ep["index"])),
+                text(ep["task"], 200),
+                Text("passed" if ep["passed"] else "failed"),
+                text(flag["rule"], 100),
+                text(flag["evidence"], 400),
+                Text(",".join(map(str, flag["steps"]))),
             )
     con.print(t)
+    by_rule = ", ".join(f"{inert(rule, 100)} {n}" for rule, n in result["by_rule"].items()) or "none"
     con.print(
-        f"{result['flagged']} of {result['episodes']} episodes flagged, "
-        f"{result['flagged_but_passed']} of them passed by the verifier; by rule: {result['by_rule']}"
+        Text(
+            f"{result['flagged']} of {result['episodes']} episodes flagged, "
+            f"{result['flagged_but_passed']} of them passed by the verifier; by rule: {by_rule}"
+        )
     )
     return 0

@@ -8,8 +8,10 @@ import json
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+from mirrorworld.run.inert import text
 
 __all__ = ["audit_html", "print_audit"]
 
@@ -19,24 +21,30 @@ def _pct(x: float) -> str:
 
 
 def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
-    """Print an audit report (``AuditReport.to_dict()``) as tables."""
+    """Print an audit report (``AuditReport.to_dict()``) as tables.
+
+    Survivors, failures and probe findings quote what the audit's adversarial
+    agents wrote (injection strings, markup, control characters): every name
+    and quotation is printed inert (:mod:`mirrorworld.run.inert`), only our own
+    words carry styles.
+    """
     con = console or Console(highlight=False)
-    t = Table(title=f"verifier audit of {report['world']} ({report['seeds']} seeds per family)")
+    t = Table(title=text(f"verifier audit of {report['world']} ({report['seeds']} seeds per family)", 300))
     t.add_column("family", no_wrap=True)
     for col in ("tasks", "gold", "nulls", "mutation", "killed (eq.)", "invar.", "determ.", "lint"):
         t.add_column(col, justify="right")
     for name, f in report["families"].items():
         score_style = "green" if f["mutation_score"] >= report["quality_bars"]["mutation_score"] else "red"
         t.add_row(
-            name,
-            str(f["tasks"]),
-            _pct(f["solvability"]),
-            str(f["null_passes"]),
-            f"[{score_style}]{_pct(f['mutation_score'])}[/]",
-            f"{f['mutants_killed']}/{f['mutants_total'] - f['mutants_equivalent']} ({f['mutants_equivalent']})",
-            _pct(f["invariance"]),
-            _pct(f["determinism"]),
-            str(f["lint_issues"]),
+            text(name, 200),
+            Text(str(f["tasks"])),
+            Text(_pct(f["solvability"])),
+            Text(str(f["null_passes"])),
+            Text(_pct(f["mutation_score"]), style=score_style),
+            Text(f"{f['mutants_killed']}/{f['mutants_total'] - f['mutants_equivalent']} ({f['mutants_equivalent']})"),
+            Text(_pct(f["invariance"])),
+            Text(_pct(f["determinism"])),
+            Text(str(f["lint_issues"])),
         )
     con.print(t)
     if report["probes"]:
@@ -46,16 +54,20 @@ def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
         p.add_column("episodes", justify="right")
         for name, v in report["probes"].items():
             style = "red" if v["successes"] else "green"
-            p.add_row(name, f"[{style}]{v['successes']}[/]", str(v["episodes"]))
+            p.add_row(text(name, 200), Text(str(v["successes"]), style=style), Text(str(v["episodes"])))
         con.print(p)
     cross = report["determinism"]["cross_process"]
     if cross is not None:
-        con.print(f"verdicts in another process (other PYTHONHASHSEED): {'identical' if cross else '[red]DIFFER[/]'}")
+        verdicts = ("identical", "") if cross else ("DIFFER", "red")
+        con.print(Text.assemble("verdicts in another process (other PYTHONHASHSEED): ", verdicts))
     for name, f in report["families"].items():
         for s in f["survivors"][:5]:
-            con.print(f"[red]survivor[/] {name} {s['task']}: {s['operator']}: {s['mutant']}")
+            shown = _inert_line(f"{name} {s['task']}: {s['operator']}: {s['mutant']}")
+            con.print(Text.assemble(("survivor", "red"), " ", shown))
         for s in f["failures"][:5]:
-            con.print(f"[red]failure[/] {name} {s['task']}: {s['case']}: {'; '.join(s.get('evidence', []))[:200]}")
+            evidence = "; ".join(s.get("evidence", []))[:200]
+            shown = _inert_line(f"{name} {s['task']}: {s['case']}: {evidence}")
+            con.print(Text.assemble(("failure", "red"), " ", shown))
     adv = report.get("adversary")
     if adv:
         a = Table(title=f"generative adversary ({adv['per_family']} attacks per family; target: 0 pass)")
@@ -64,26 +76,38 @@ def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
             a.add_column(f"{kind} passed", justify="right")
         a.add_column("variants failed", justify="right")
         for name, f in adv["families"].items():
-            cells = [f"[{'red' if v[0] else 'green'}]{v[0]}[/]/{v[1]}" for v in f["attacks"].values()]
-            vf = f["variants"]
-            a.add_row(name, *cells, f"[{'red' if vf[0] else 'green'}]{vf[0]}[/]/{vf[1]}")
+            cells = [_passed_of(v) for v in (*f["attacks"].values(), f["variants"])]
+            a.add_row(text(name, 200), *cells)
         con.print(a)
         for name, f in adv["families"].items():
             for s in f["survivors"][:3]:
                 calls = "; ".join(f"{c['tool']}({_short(c['args'])})" for c in s["calls"])
-                con.print(f"[red]adversary survivor[/] {name} {s['task']} ({s['kind']}): {escape(calls)[:300]}")
+                shown = _inert_line(f"{name} {s['task']} ({s['kind']}): {calls}", 300)
+                con.print(Text.assemble(("adversary survivor", "red"), " ", shown))
     for finding in report["probe_findings"][:10]:
-        con.print(f"[red]probe breach[/] {finding['probe']} on {finding['task']}: {finding['evidence']}")
+        shown = _inert_line(f"{finding['probe']} on {finding['task']}: {finding['evidence']}")
+        con.print(Text.assemble(("probe breach", "red"), " ", shown))
     if report["meets_bars"]:
         con.print(
-            "[green]all quality bars met[/] "
-            f"(solvability 100%, null agents 0, mutation score >= {_pct(report['quality_bars']['mutation_score'])}"
-            ", invariance 100%, probes 0, determinism 100%)"
+            Text.assemble(
+                ("all quality bars met", "green"),
+                f" (solvability 100%, null agents 0, mutation score >= {_pct(report['quality_bars']['mutation_score'])}"
+                ", invariance 100%, probes 0, determinism 100%)",
+            )
         )
     else:
-        con.print(f"[red]{len(report['failed_bars'])} quality bars missed[/]")
+        con.print(Text(f"{len(report['failed_bars'])} quality bars missed", style="red"))
         for line in report["failed_bars"][:20]:
-            con.print(f"  - {line}")
+            con.print(Text.assemble("  - ", _inert_line(line)))
+
+
+def _inert_line(value: str, limit: int = 2000) -> Text:
+    return text(value, limit, lines=False)
+
+
+def _passed_of(pair: list[int]) -> Text:
+    """``passed/total``, red when anything passed that should not have."""
+    return Text.assemble((str(pair[0]), "red" if pair[0] else "green"), f"/{pair[1]}")
 
 
 _CSS = """

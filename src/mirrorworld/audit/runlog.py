@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from mirrorworld.agents.replay import ReplayAgent
-from mirrorworld.core.task import Task
+from mirrorworld.core.task import Task, TaskRef
 from mirrorworld.core.world import World
 from mirrorworld.envs.chat import ChatEnv
-from mirrorworld.errors import RunFileError
+from mirrorworld.errors import RegistryError, RunFileError, TaskRefError
 from mirrorworld.run.runner import EpisodeRecord, run_episode
 
 __all__ = ["EpisodeAudit", "Flag", "audit_run", "load_episodes"]
@@ -74,27 +74,78 @@ class EpisodeAudit:
 
 
 def load_episodes(path: str | Path, world: World) -> Iterator[tuple[int, Task, list[dict[str, Any]]]]:
-    """(index, task, messages) of each episode of a run file or an OpenAI-format JSONL file."""
+    """(index, task, messages) of each episode of a run file or an OpenAI-format JSONL file.
+
+    Both are untrusted: a JSONL line must be an object with a ``task_id`` that
+    parses as a :class:`~mirrorworld.core.task.TaskRef` of one of ``world``'s
+    families and a list of message objects; a run file's episode must hold a
+    whole task record (an errored episode that a worker lost holds only its
+    task's name: its task is generated again). Anything else is a one-line
+    :class:`~mirrorworld.errors.RunFileError` naming the file and the line or
+    episode.
+    """
     p = Path(path)
     if p.suffix in (".jsonl", ".json"):
-        if not p.is_file():
-            raise RunFileError(f"no file at {p}")
-        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                family, _, seed = str(row["task_id"]).partition("/")
-                messages = row["messages"]
-            except (ValueError, KeyError, TypeError):
-                raise RunFileError(f'{p}:{i + 1}: expected {{"task_id": ..., "messages": [...]}}') from None
-            yield i, world.task(family, int(seed)), messages
+        from mirrorworld.run.untrusted import json_lines
+
+        for number, row in json_lines(p):
+            where = f"{p}:{number}"
+            messages = row.get("messages") if isinstance(row, dict) else None
+            if not isinstance(messages, list) or "task_id" not in row:
+                raise RunFileError(f'{where}: expected {{"task_id": "family/seed", "messages": [...]}}')
+            if not all(isinstance(m, dict) for m in messages):
+                raise RunFileError(f"{where}: messages holds something other than objects")
+            yield number - 1, _task_named(world, row["task_id"], where), messages
         return
     from mirrorworld.run.trajectories import RunFile
 
     with RunFile.open(p) as run:
         for ep in run.episodes():
-            yield ep.index, Task.from_dict(ep.task), ep.messages
+            where = f"{p}: episode {ep.index}"
+            task = _stored_task(ep.task, where)
+            if task is None:
+                task = _task_named(world, ep.task_id, where)
+            yield ep.index, task, ep.messages
+
+
+def _task_named(world: World, task_id: Any, where: str) -> Task:
+    try:
+        ref = TaskRef.parse(task_id)
+        return world.task(ref.family, ref.seed)
+    except (TaskRefError, RegistryError) as err:
+        raise RunFileError(f"{where}: {err}") from None
+
+
+_TASK_FIELDS: dict[str, type] = {
+    "world": str,
+    "family": str,
+    "seed": int,
+    "instruction": str,
+    "setup": list,
+    "gold": list,
+    "scope": list,
+    "targets": list,
+    "checks": list,
+    "facts": list,
+}
+
+
+def _stored_task(d: dict[str, Any], where: str) -> Task | None:
+    """The task a run file stored, None for a stub of a lost episode (its name only), or a RunFileError."""
+    if "id" in d and set(d) <= {"id", "family", "seed", "split"}:
+        return None
+    for key, kind in _TASK_FIELDS.items():
+        if key not in d:
+            raise RunFileError(f"{where}: its task has no {key!r}")
+        if not isinstance(d[key], kind) or isinstance(d[key], bool):
+            raise RunFileError(f"{where}: its task's {key} is {type(d[key]).__name__}, not {kind.__name__}")
+    try:
+        TaskRef(d["family"], d["seed"])
+        return Task.from_dict(d)
+    except TaskRefError as err:
+        raise RunFileError(f"{where}: its task: {err}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        raise RunFileError(f"{where}: its task is malformed ({type(err).__name__}: {str(err)[:100]})") from None
 
 
 def _replay(env: ChatEnv, task: Task, messages: list[dict[str, Any]]) -> EpisodeRecord:

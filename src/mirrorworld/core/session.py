@@ -39,7 +39,7 @@ from mirrorworld.core import state as _state
 from mirrorworld.core.codec import MAX_ARGS_CHARS, encode, jsonable, parse_args
 from mirrorworld.core.state import Row, RowChange
 from mirrorworld.core.store import Clone, RowKey
-from mirrorworld.core.tools import ToolKind, ToolSpec
+from mirrorworld.core.tools import ToolKind, ToolSpec, show_input
 from mirrorworld.errors import SessionClosedError, ToolError, WorldError
 
 if TYPE_CHECKING:
@@ -325,7 +325,8 @@ class Session:
         self.role = role
         self.steps += 1
         step = self.steps
-        name = tool if isinstance(tool, str) else repr(tool)
+        # Not ``repr``: an integer may be too long for Python to print.
+        name = tool if isinstance(tool, str) else show_input(tool)
         if self.done:
             return self._fail(step, name, None, None, ToolError("episode_over", "the episode has ended"))
         spec = self._tools.get(name) if isinstance(tool, str) else None

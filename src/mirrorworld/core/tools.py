@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mirrorworld.errors import ToolError, WorldError
 
-__all__ = ["FREE_TEXT", "MAX_LIST", "MAX_STRING", "Param", "Ref", "ToolKind", "ToolSpec", "tool"]
+__all__ = ["FREE_TEXT", "MAX_LIST", "MAX_STRING", "Param", "Ref", "ToolKind", "ToolSpec", "show_input", "tool"]
 
 ToolKind = Literal["read", "write", "terminal"]
 
@@ -143,14 +143,29 @@ class ToolSpec:
         return out
 
 
+def show_input(value: Any) -> str:
+    """Agent input rendered for an error message: short, safe, never raising (a huge integer, any object)."""
+    return _show(value)
+
+
 class _Bad(Exception):
     """Raised by a coercer; becomes an ``invalid_arguments`` error."""
 
 
+_SHOWN_INT = 10**57
+"""Integers at least this large are described, not printed (Python refuses to print one of more than 4,300 digits)."""
+
+
 def _show(value: Any) -> str:
-    """A short, safe rendering of agent input for an error message (never recursive)."""
+    """A short, safe rendering of agent input for an error message (never recursive, never raises).
+
+    Containers are described by their size, an integer too long to print by its
+    number of digits, anything not JSON-like by its type.
+    """
     if isinstance(value, (dict, list, tuple, set)):
         return f"a {type(value).__name__} of {len(value)} items"
+    if isinstance(value, int) and not isinstance(value, bool) and not -_SHOWN_INT < value < _SHOWN_INT:
+        return f"an integer of about {int(abs(value).bit_length() * math.log10(2)) + 1} digits"
     if isinstance(value, str):
         value = value.encode("utf-8", "backslashreplace").decode("utf-8")
     text = repr(value) if isinstance(value, (str, int, float, bool, type(None), Decimal)) else type(value).__name__
@@ -187,9 +202,11 @@ def _coerce_decimal(value: Any) -> Decimal:
         if not value.is_finite() or abs(value) >= _DECIMAL_LIMIT:
             raise _Bad("expected a finite number in range")
         return value
-    if isinstance(value, int):
-        value = str(value)
-    elif isinstance(value, float):
+    if isinstance(value, int):  # never through ``str``: an integer may be too long for Python to print
+        if -(10**12) < value < 10**12:
+            return Decimal(int(value))
+        raise _Bad("number out of range")
+    if isinstance(value, float):
         if not math.isfinite(value):
             raise _Bad("expected a finite number")
         value = repr(value)

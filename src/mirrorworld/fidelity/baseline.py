@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mirrorworld.errors import MirrorworldError
+from mirrorworld.errors import RunFileError
 
 __all__ = ["drift", "load_baseline", "save_baseline"]
 
@@ -26,15 +26,46 @@ def save_baseline(data: dict[str, Any], path: Path) -> None:
 
 
 def load_baseline(path: Path) -> dict[str, Any]:
+    """A saved baseline, checked for what :func:`drift` reads (a file is untrusted: anything else is one error line)."""
+    from mirrorworld.run.untrusted import loads
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except OSError as exc:
-        raise MirrorworldError(f"cannot read baseline {path}: {exc.strerror}") from None
-    except ValueError:
-        raise MirrorworldError(f"{path} is not a fidelity baseline (not JSON)") from None
-    if not isinstance(data, dict) or "call_agreement" not in data or "by_tool" not in data:
-        raise MirrorworldError(f"{path} is not a fidelity baseline")
-    return data
+        raise RunFileError(f"cannot read baseline {path}: {exc.strerror}") from None
+    try:
+        data = loads(raw.decode("utf-8"), f"baseline {path}")
+    except UnicodeDecodeError:
+        raise RunFileError(f"{path} is not a fidelity baseline (not UTF-8 text)") from None
+    fault = _fault(data)
+    if fault:
+        raise RunFileError(f"{path} is not a fidelity baseline ({fault})")
+    baseline: dict[str, Any] = data
+    return baseline
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _fault(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for key in ("call_agreement", "gold_final_state"):
+        if not _number(data.get(key)):
+            return f"{key} is not a number"
+    for section in ("by_tool", "by_family"):
+        block = data.get(section)
+        if not isinstance(block, dict) or not all(
+            isinstance(v, dict) and _number(v.get("agreement")) for v in block.values()
+        ):
+            return f"{section} is not a table of agreements"
+    divs = data.get("divergences", [])
+    if not isinstance(divs, list) or not all(
+        isinstance(d, dict) and all(isinstance(d.get(k), str) for k in ("kind", "tool", "trace")) for d in divs
+    ):
+        return "divergences is not a list of divergences"
+    return None
 
 
 def _signature(d: dict[str, Any]) -> str:

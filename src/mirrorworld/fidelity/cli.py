@@ -16,7 +16,7 @@ from typing import Any
 
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.world import World
-from mirrorworld.errors import MirrorworldError
+from mirrorworld.errors import MirrorworldError, RunFileError
 from mirrorworld.options import registry_of, world_option
 from mirrorworld.progress import progress_bar, wants_progress
 
@@ -81,22 +81,25 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     from mirrorworld.fidelity.harness import run_fidelity
     from mirrorworld.fidelity.report import failed_bars, fidelity_html, summary_lines, to_dict
     from mirrorworld.fidelity.traces import Trace, audit_traces, gold_traces, recorded_traces
+    from mirrorworld.run.inert import inert
     from mirrorworld.twin.backend import TwinBackend
     from mirrorworld.twin.db import ensure, parse_options
 
     if args.calls < 0 or args.seeds < 1:
         raise MirrorworldError("--calls must be at least 0 and --seeds at least 1")
     baseline = load_baseline(Path(args.against)) if args.against else None
+    recorded: list[Trace] = []
+    for path in args.trajectories:  # read (and refused, if they must be) before the twin is built
+        if not Path(path).is_file():
+            raise RunFileError(f"no trajectories file {path}")
+        recorded += list(recorded_traces(Path(path)))
     world = world_named(args.world, registry_of(args))
     options = parse_options(args.twin_option)
     database = ensure(world, options=options, log=lambda m: print(m, file=sys.stderr))
     traces: list[Trace] = list(gold_traces(world, args.seeds))
     if not args.no_audit:
         traces += list(audit_traces(world, args.seeds))
-    for path in args.trajectories:
-        if not Path(path).is_file():
-            raise MirrorworldError(f"no trajectories file {path}")
-        traces += list(recorded_traces(Path(path)))
+    traces += recorded
     n = (args.calls + RANDOM_LENGTH - 1) // RANDOM_LENGTH
     for i in range(n):
         kind = "random" if i % 2 == 0 else "invalid"
@@ -129,16 +132,17 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2, default=str))
     else:
+        # Trace names, tool names, arguments and responses come from recorded files and the twin: printed inert.
         for line in summary_lines(data):
-            print(line)
+            print(inert(line, 4000, lines=False))
         for bar in data["failed_bars"]:
-            print(f"QUALITY BAR MISSED: {bar}")
+            print(f"QUALITY BAR MISSED: {inert(bar, 4000, lines=False)}")
         if baseline is not None:
             d = data["drift"]
             for line in d["changes"]:
-                print(f"changed: {line}")
+                print(f"changed: {inert(line, 4000, lines=False)}")
             for line in d["regressions"]:
-                print(f"REGRESSION: {line}")
+                print(f"REGRESSION: {inert(line, 4000, lines=False)}")
             print(f"divergences new since baseline: {len(d['new_divergences'])}, gone: {len(d['gone_divergences'])}")
     failed = bool(data["failed_bars"]) or bool(baseline is not None and data["drift"]["regressions"])
     return 1 if failed else 0

@@ -24,7 +24,6 @@ same calls.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from typing import Any
 from mirrorworld.core.session import Session
 from mirrorworld.core.task import ToolCall
 from mirrorworld.core.world import World
-from mirrorworld.errors import MirrorworldError
+from mirrorworld.errors import RunFileError
 
 __all__ = ["Trace", "audit_traces", "gold_traces", "random_call", "recorded_traces"]
 
@@ -75,23 +74,49 @@ def audit_traces(world: World, seeds: int) -> Iterator[Trace]:
 
 
 def recorded_traces(path: Path) -> Iterator[Trace]:
-    """Recorded trajectories: a run file of ``mirrorworld run``, or JSONL lines of calls."""
+    """Recorded trajectories: a run file of ``mirrorworld run``, or JSONL lines of calls.
+
+    Both are untrusted: a JSONL line must be an object whose ``calls`` is a list
+    of ``{"tool": name, "args": object or JSON text}`` (``args`` may be left
+    out; ``name``, if given, is text), and a run file is read through
+    :class:`~mirrorworld.run.trajectories.RunFile`, which checks its calls the
+    same way. Anything else is a one-line :class:`~mirrorworld.errors.RunFileError`
+    naming the file and the line or episode.
+    """
     if path.suffix not in (".jsonl", ".json"):
         yield from _run_file_traces(path)
         return
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise MirrorworldError(f"cannot read trajectories {path}: {exc}") from None
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            calls = [ToolCall(str(c["tool"]), c.get("args", {})) for c in record["calls"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise MirrorworldError(f"{path}:{i + 1}: not a trajectory line ({exc})") from None
-        yield Trace("recorded", str(record.get("name", f"{path.name}:{i + 1}")), "recorded", calls)
+    from mirrorworld.run.untrusted import json_lines
+
+    for number, record in json_lines(path):
+        where = f"{path}:{number}"
+        calls = record.get("calls") if isinstance(record, dict) else None
+        if not isinstance(calls, list):
+            raise RunFileError(f'{where}: not a trajectory line (expected {{"calls": [{{"tool": ..., "args": ...}}]}})')
+        name = record.get("name", f"{path.name}:{number}")
+        if not isinstance(name, str):
+            raise RunFileError(f"{where}: the trajectory's name is not text")
+        checked = [_call(c, f"{where}: call {i + 1}") for i, c in enumerate(calls)]
+        yield Trace("recorded", name[:200], "recorded", checked)
+
+
+def _call(c: Any, where: str) -> ToolCall:
+    """One recorded call as a :class:`ToolCall`, checked (see :func:`recorded_traces`)."""
+    if not isinstance(c, dict) or not isinstance(c.get("tool"), str):
+        raise RunFileError(f"{where}: not a call (expected an object with a tool name)")
+    args = c.get("args", {})
+    if args is None:
+        args = {}
+    if not isinstance(args, (dict, str)):
+        raise RunFileError(f"{where}: its args are {type(args).__name__}, not an object or JSON text")
+    return ToolCall(c["tool"], args)
+
+
+def _recorded(event: dict[str, Any]) -> ToolCall:
+    """A call as a run file recorded it (its tool a name, its args an object or None: checked by ``RunFile``)."""
+    args: dict[str, Any] | None = event.get("args")
+    # A call whose argument text did not parse was recorded without arguments: replay it as unparsable.
+    return ToolCall(event["tool"], "{not json" if args is None else args)
 
 
 def _run_file_traces(path: Path) -> Iterator[Trace]:
@@ -99,8 +124,7 @@ def _run_file_traces(path: Path) -> Iterator[Trace]:
 
     with RunFile.open(path) as run:
         for ep in run.episodes():
-            # A call whose argument text did not parse was recorded without arguments: replay it as unparsable.
-            calls = [ToolCall(str(e["tool"]), e["args"] if e["args"] is not None else "{not json") for e in ep.calls]
+            calls = [_recorded(e) for e in ep.calls]
             yield Trace("recorded", f"{path.name} episode {ep.index} ({ep.agent} on {ep.task_id})", "recorded", calls)
 
 

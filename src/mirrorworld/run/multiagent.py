@@ -503,34 +503,40 @@ def run_multi_agent(args: argparse.Namespace) -> int:
 
 
 def print_team_summary(summary: dict[str, Any], title: str) -> None:
-    """Print a team summary as a table: pass rate and each role's mean reward, per family."""
+    """Print a team summary as a table: pass rate and each role's mean reward, per family (names printed inert)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from mirrorworld.run.inert import inert, text
 
     roles = list(summary.get("roles", {}))
-    table = Table(title=title)
+    table = Table(title=text(title, 200))
     table.add_column("family", no_wrap=True, min_width=20)
     for col in ("episodes", "pass rate", *roles):
-        table.add_column(col, justify="right")
+        table.add_column(text(col, 100), justify="right")
 
-    def row(name: str, block: dict[str, Any], style: str | None = None) -> None:
+    def row(name: str, block: dict[str, Any], style: str = "") -> None:
         rewards = block.get("roles", {})
         cells = [f"{rewards[r]:.3f}" if r in rewards else "-" for r in roles]
-        table.add_row(name, str(block["episodes"]), f"{block['pass_rate']:.1%}", *cells, style=style)
+        numbers = (str(block["episodes"]), f"{block['pass_rate']:.1%}", *cells)
+        table.add_row(text(name, 200), *(Text(c) for c in numbers), style=style)
 
     for name, block in summary["families"].items():
         row(name, block)
     row("all", summary, style="bold")
     con = Console(highlight=False, soft_wrap=False, width=max(Console().width, 100))
     con.print(table)
-    policies = ", ".join(f"{r}={p}" for r, p in summary.get("policies", {}).items())
-    con.print(f"policies: {policies}")
-    gates = ", ".join(f"{g} {n}" for g, n in summary["gate_failures"].items())
-    con.print(f"verifier gate failures: {gates}")
-    penalised = ", ".join(f"{r} {n}" for r, n in summary.get("penalised", {}).items()) or "none"
+    policies = ", ".join(f"{inert(r, 100)}={inert(p, 100)}" for r, p in summary.get("policies", {}).items())
+    con.print(Text(f"policies: {policies}"))
+    gates = ", ".join(f"{inert(g, 100)} {n}" for g, n in summary["gate_failures"].items())
+    con.print(Text(f"verifier gate failures: {gates}"))
+    penalised = ", ".join(f"{inert(r, 100)} {n}" for r, n in summary.get("penalised", {}).items()) or "none"
     con.print(
-        f"customer left: {summary['customer_left']}  truncated: {summary['truncated']}  "
-        f"mean cycles: {summary['mean_cycles']}  penalised roles: {penalised}"
+        Text(
+            f"customer left: {summary['customer_left']}  truncated: {summary['truncated']}  "
+            f"mean cycles: {summary['mean_cycles']}  penalised roles: {penalised}"
+        )
     )
 
 
