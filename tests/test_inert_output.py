@@ -28,8 +28,8 @@ import pytest
 
 from mirrorworld.agents import make_agent
 from mirrorworld.cli import main
+from mirrorworld.inert import inert, text
 from mirrorworld.run import RunFile, run_episodes, summarize
-from mirrorworld.run.inert import inert, text
 from mirrorworld.worlds.helpdesk import HelpdeskWorld
 
 HOSTILE = (

@@ -265,12 +265,12 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     """The summary table; errored episodes are counted per boundary, outside the rates.
 
     ``summary`` may come from a run file: every name in it is printed inert
-    (:mod:`mirrorworld.run.inert`), every number read as a number.
+    (:mod:`mirrorworld.inert`), every number read as a number.
     """
     from rich.table import Table
     from rich.text import Text
 
-    from mirrorworld.run.inert import inert, text
+    from mirrorworld.inert import inert, text
 
     table = Table(title=text(title, 200))
     table.add_column("family", no_wrap=True)
@@ -304,7 +304,7 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
 
 def _errors(block: dict[str, Any], *, counts: bool = True) -> str:
     """``3 (world 2, verifier 1)``: errored episodes, per boundary (older summaries have the total only); inert."""
-    from mirrorworld.run.inert import inert
+    from mirrorworld.inert import inert
 
     total = int(block.get("errors", 0))
     by = block.get("errors_by_boundary") or {}
@@ -321,14 +321,14 @@ _SUMMARY_FAULTS = (KeyError, TypeError, ValueError, AttributeError, OverflowErro
 def cmd_show(args: argparse.Namespace) -> int:
     """A run (its summary and one row per episode) or one episode; a malformed run file is one error line.
 
-    Everything the run file holds is printed inert (:mod:`mirrorworld.run.inert`):
+    Everything the run file holds is printed inert (:mod:`mirrorworld.inert`):
     markup in an agent's text stays text, control characters are shown as escapes.
     """
     from rich.table import Table
     from rich.text import Text
 
+    from mirrorworld.inert import text
     from mirrorworld.run import RunFile
-    from mirrorworld.run.inert import text
 
     with RunFile.open(args.run) as run:
         if args.episode is None:
@@ -384,7 +384,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _failure_text(failure: Any) -> Any:
     from rich.text import Text
 
-    from mirrorworld.run.inert import inert
+    from mirrorworld.inert import inert
 
     return Text(f"{inert(failure.boundary, 40)}: {inert(failure.message, 80)}" if failure is not None else "")
 
@@ -393,7 +393,7 @@ def _print_episode(ep: Any) -> None:
     """One episode of a run file: its header, its messages and tool calls, its verdict or failure, all inert."""
     from rich.text import Text
 
-    from mirrorworld.run.inert import inert, text
+    from mirrorworld.inert import inert, text
 
     verdict = ep.graded
     con = _console()
@@ -577,7 +577,7 @@ def main(argv: Sequence[str] | None = None, *, registry: Registry | None = None)
 
 def _error_line(message: str) -> None:
     """An error on stderr as one inert line: what a file or an agent wrote in it cannot reach the terminal."""
-    from mirrorworld.run.inert import inert
+    from mirrorworld.inert import inert
 
     print(inert(message, 1000, lines=False), file=sys.stderr)
 

@@ -99,7 +99,7 @@ def cmd_audit_run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from mirrorworld.audit.runlog import audit_run
-    from mirrorworld.run.inert import inert, text
+    from mirrorworld.inert import inert, text
 
     path = Path(args.run)
     name = args.world

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mirrorworld.run.inert import text
+from mirrorworld.inert import text
 
 __all__ = ["audit_html", "print_audit"]
 
@@ -25,7 +25,7 @@ def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
 
     Survivors, failures and probe findings quote what the audit's adversarial
     agents wrote (injection strings, markup, control characters): every name
-    and quotation is printed inert (:mod:`mirrorworld.run.inert`), only our own
+    and quotation is printed inert (:mod:`mirrorworld.inert`), only our own
     words carry styles.
     """
     con = console or Console(highlight=False)

@@ -81,7 +81,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     from mirrorworld.fidelity.harness import run_fidelity
     from mirrorworld.fidelity.report import failed_bars, fidelity_html, summary_lines, to_dict
     from mirrorworld.fidelity.traces import Trace, audit_traces, gold_traces, recorded_traces
-    from mirrorworld.run.inert import inert
+    from mirrorworld.inert import inert
     from mirrorworld.twin.backend import TwinBackend
     from mirrorworld.twin.db import ensure, parse_options
 

@@ -38,18 +38,14 @@ DEFAULT_CASES = "tests/regressions/verifier_cases.jsonl"
 
 
 def inert(value: Any, limit: int = 500) -> str:
-    """``value`` as text safe for a terminal: one line, bounded, every control character shown as its escape.
+    """``value`` as one line of text safe for a terminal (:func:`mirrorworld.inert.inert` with ``lines=False``).
 
-    A character that is not printable (ESC, CR, newline, BEL, a bidirectional
-    override …) is written the way Python's ``ascii`` writes it (``\\x1b``,
-    ``\\u202e``); past ``limit`` characters the text is cut with an ellipsis.
     Rich markup is not escaped here: print through a console made with
     ``markup=False`` (see :func:`_console`) or with plain ``print``.
     """
-    text = str(value)
-    if len(text) > limit:
-        text = text[:limit] + "…"
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    from mirrorworld.inert import inert as _inert
+
+    return _inert(value, limit, lines=False)
 
 
 def _console() -> Any:

@@ -508,7 +508,7 @@ def print_team_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from mirrorworld.run.inert import inert, text
+    from mirrorworld.inert import inert, text
 
     roles = list(summary.get("roles", {}))
     table = Table(title=text(title, 200))
