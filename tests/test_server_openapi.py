@@ -77,9 +77,10 @@ def test_every_operation_answers_as_documented(
     operations: list[Any], mode: GenerationMode, live: str, server: BackgroundServer
 ) -> None:
     with httpx.Client(base_url=server.url) as c:
-        before = c.get(f"/v1/sessions/{live}/state").json()
+        assert c.get(f"/v1/sessions/{live}/state").status_code == 200
     for operation in operations:
         fuzz(operation, mode, live)
     with httpx.Client(base_url=server.url) as c:
         after = c.get(f"/v1/sessions/{live}/state")
-    assert after.status_code == 200 and after.json()["step"] >= before["step"]
+    # still live and consistent (a fuzzed reset may have restarted its episode, so its step may be lower)
+    assert after.status_code == 200 and 0 <= after.json()["step"] <= after.json()["max_steps"]

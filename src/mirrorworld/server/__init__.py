@@ -9,9 +9,13 @@ Install with ``pip install 'mirrorworld[server]'`` (and ``[mcp]`` for MCP), then
   no network;
 * :mod:`~mirrorworld.server.app` — :func:`create_app`: the ASGI app, its routes
   and its WebSocket protocol;
+* :mod:`~mirrorworld.server.admission` — which requests reach the routes: the
+  Host, Origin and body-type checks that keep web pages out;
 * :mod:`~mirrorworld.server.openenv` — the OpenEnv protocol;
 * :mod:`~mirrorworld.server.mcp` — a session's tools over MCP;
 * :mod:`~mirrorworld.server.run` — :func:`serve` and :class:`BackgroundServer`;
+* :mod:`~mirrorworld.server.protocols` — the HTTP and WebSocket protocols
+  uvicorn runs: request heads bounded in size and time, a clean ``1007``;
 * :mod:`~mirrorworld.server.wire` — the JSON bodies and error responses every
   protocol shares;
 * :mod:`~mirrorworld.server.options` — what the command-line entry points

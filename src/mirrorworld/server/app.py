@@ -28,12 +28,17 @@ The WebSocket protocol of ``/v1/ws``: each text message is a JSON object
 ``close``, ``info`` (``session_id``) and ``ping``. Each gets exactly one reply,
 in order: ``{"id": ID, "data": {...}}`` — the same body the HTTP route returns —
 or ``{"id": ID, "error": {code, message}}``. Sessions created over a
-connection are closed when it closes.
+connection belong to it: they never expire while it is open, and they are
+closed when it closes.
 
 Operational behaviour lives in :class:`Gate`, a plain ASGI middleware (no
-per-request task or copy): bearer auth, the body-size limit and one access-log
-line per HTTP request (and one per WebSocket connection, with its message
-count, when it closes).
+per-request task or copy): the admission of
+:mod:`~mirrorworld.server.admission` (Host, Origin, body type), bearer auth,
+the body-size limit and one access-log line per HTTP request (and one per
+WebSocket connection, with its message count, when it closes). A request whose
+client hung up before it was answered is logged with status ``499`` (client
+closed request) and is no error of the server's. Every request value a log
+line holds is made inert first (:func:`~mirrorworld.server.wire.inert`).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.websockets import WebSocketDisconnect
 
 from mirrorworld.core.registry import Registry
+from mirrorworld.server.admission import Admission, Head, body_refusal, read_head
 from mirrorworld.server.config import ServerConfig
 from mirrorworld.server.models import (
     CreateRequest,
@@ -66,7 +72,7 @@ from mirrorworld.server.models import (
     VerdictResponse,
 )
 from mirrorworld.server.openenv import add_openenv_routes
-from mirrorworld.server.sessions import ApiError, SessionManager
+from mirrorworld.server.sessions import ApiError, LiveSession, SessionManager
 from mirrorworld.server.wire import (
     API_VERSION,
     JSON_TYPE,
@@ -81,6 +87,7 @@ from mirrorworld.server.wire import (
     dumps,
     error_response,
     guarded,
+    inert,
     internal_error,
     json_response,
     log,
@@ -93,6 +100,9 @@ __all__ = ["API_VERSION", "Gate", "create_app", "dumps", "json_response", "parse
 _OPEN_PATHS = frozenset({"/health"})
 _MCP_PATH = re.compile(r"^/v1/sessions/([^/]+)/mcp/?$")
 _STEP_PATH = re.compile(r"^/v1/sessions/([^/]+)/step$")
+_PATH_PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
+_WS_OWNER = "v1-ws"
+"""The mark (in ``LiveSession.attached``) of a session that an open ``/v1/ws`` connection owns."""
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -100,9 +110,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for status, text in (
         (400, "Malformed request"),
         (401, "Missing or wrong bearer token"),
+        (403, "Sent by a web page of another origin"),
         (404, "Unknown session, world or task"),
         (410, "Session closed or expired"),
         (413, "Body too large"),
+        (415, "Body not declared as JSON"),
+        (421, "Host not served (DNS rebinding)"),
         (429, "Rate or session limit"),
         (503, "Session capacity reached"),
     )
@@ -113,7 +126,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 class Gate:
-    """Auth, body-size limit and access log around an ASGI app (see the module docstring).
+    """Admission, auth, body-size limit and access log around an ASGI app (see the module docstring).
 
     ``mcp`` handles ``/v1/sessions/{id}/mcp`` when the MCP SDK is installed.
     With a ``manager``, ``POST /v1/sessions/{id}/step`` — the hot path — is
@@ -133,22 +146,25 @@ class Gate:
         self.config = config
         self.mcp = mcp
         self.manager = manager
+        self.admission = Admission(config)
         self._expected = f"Bearer {config.token}".encode() if config.token else None
 
-    def _authorized(self, scope: Scope) -> bool:
+    def _authorized(self, scope: Scope, head: Head) -> bool:
         if self._expected is None or scope.get("path") in _OPEN_PATHS:
             return True
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                return hmac.compare_digest(value, self._expected)
-        return False
+        return head.authorization is not None and hmac.compare_digest(head.authorization, self._expected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "websocket":
-            if not self._authorized(scope):
-                access.info("%s WS %s 403 unauthorized", client_of(scope), scope.get("path"))
-                await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+            head = read_head(scope.get("headers", ()))
+            refusal = self.admission.refusal(scope, head)
+            if refusal is None and not self._authorized(scope, head):
+                refusal = ApiError(401, "unauthorized", "a valid bearer token is required")
+            if refusal is not None:
+                if self.config.access_log:
+                    access.info("%s WS %s 403 %s", inert(client_of(scope)), inert(scope.get("path")), refusal.code)
+                await send({"type": "websocket.close", "code": 1008, "reason": refusal.code})
                 return
             if self.manager is not None and scope.get("path") == "/v1/ws":
                 await serve_ws(scope, receive, send, self.manager)
@@ -161,6 +177,7 @@ class Gate:
         started = time.perf_counter()
         status = 0
         sent = 0
+        failed = False
 
         async def send_logged(message: Message) -> None:
             nonlocal status, sent
@@ -172,35 +189,32 @@ class Gate:
 
         try:
             await self._http(scope, receive, send_logged)
+        except Exception:
+            failed = True
+            raise
         finally:
             if self.config.access_log and access.isEnabledFor(logging.INFO):
                 access.info(
                     "%s %s %s %d %dB %.2fms",
-                    client_of(scope),
-                    scope.get("method"),
-                    scope.get("path"),
-                    status,
+                    inert(client_of(scope)),
+                    inert(scope.get("method")),
+                    inert(scope.get("path")),
+                    status or (500 if failed else 499),  # nothing sent and no error: the client hung up
                     sent,
                     (time.perf_counter() - started) * 1000,
                 )
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self._authorized(scope):
-            await _send_error(
-                send, ApiError(401, "unauthorized", "a valid 'Authorization: Bearer <token>' is required")
-            )
-            return
+        head = read_head(scope.get("headers", ()))
         limit = self.config.max_body_bytes
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    await _send_error(send, ApiError(400, "invalid_request", "bad Content-Length"))
-                    return
-                if declared > limit:
-                    await _send_error(send, ApiError(413, "payload_too_large", f"the body is over {limit} bytes"))
-                    return
+        refusal = self.admission.refusal(scope, head)
+        if refusal is None and not self._authorized(scope, head):
+            refusal = ApiError(401, "unauthorized", "a valid 'Authorization: Bearer <token>' is required")
+        if refusal is None:
+            refusal = body_refusal(head, limit)
+        if refusal is not None:
+            await _send_error(send, refusal)
+            return
         received = 0
         too_large = False
 
@@ -266,7 +280,7 @@ class Gate:
             await _send_error(send, err)
             return
         except Exception as err:
-            log.exception("internal error on POST %s", scope.get("path"))
+            log.exception("internal error on POST %s", inert(scope.get("path")))
             await _send_error(send, internal_error(err))
             return
         await send(
@@ -400,8 +414,10 @@ class _Routes:
     Each route answers failures through :func:`guarded`, documents the error
     statuses of ``_ERRORS`` and its answer as ``model`` (under ``status``),
     declares ``body`` as its request body (the handler parses it itself, see
-    :func:`body_schema`) and is tagged ``sessions`` or ``server`` by its path.
-    The OpenAPI document lists the routes in the order they are added.
+    :func:`body_schema`) and each ``{name}`` of its path as a required string
+    parameter (see :func:`path_parameters`; the handler reads
+    ``request.path_params``), and is tagged ``sessions`` or ``server`` by its
+    path. The OpenAPI document lists the routes in the order they are added.
     """
 
     def __init__(self, app: FastAPI, config: ServerConfig) -> None:
@@ -422,6 +438,10 @@ class _Routes:
             responses: dict[int | str, dict[str, Any]] = dict(_ERRORS)
             if model is not None:
                 responses[status] = {"model": model, "description": "OK"}
+            extra = body_schema(body, self.config) if body is not None else {}
+            parameters = path_parameters(path)
+            if parameters:
+                extra["parameters"] = parameters
             self.app.add_api_route(
                 path,
                 guarded(handler),
@@ -429,11 +449,36 @@ class _Routes:
                 summary=summary,
                 status_code=status,
                 responses=responses,
-                openapi_extra=body_schema(body, self.config) if body is not None else None,
+                openapi_extra=extra or None,
                 tags=["sessions" if path.startswith("/v1/sessions") else "server"],
             )
 
         return register
+
+
+_PARAMETER_DOCS = {
+    "session_id": "A session's id, as its creation returned it.",
+    "world": "A served world's name (see /v1/worlds).",
+}
+
+
+def path_parameters(path: str) -> list[dict[str, Any]]:
+    """The OpenAPI declarations of the ``{name}`` parameters of ``path`` (each a required string of 1-100 characters).
+
+    The handlers take the bare ``Request`` (they read ``path_params``
+    themselves), so the framework sees no parameter to declare; without these
+    the document names parameters it never defines, which makes it invalid.
+    """
+    return [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "description": _PARAMETER_DOCS.get(name, name),
+            "schema": {"type": "string", "minLength": 1, "maxLength": 100},
+        }
+        for name in _PATH_PARAM.findall(path)
+    ]
 
 
 def _add_routes(app: FastAPI, manager: SessionManager) -> None:
@@ -556,7 +601,7 @@ def ws_handle(manager: SessionManager, raw: str | bytes, client: str, owned: set
             data: Any = manager.step(_sid(sid), tool, args, client)
         elif op == "create":
             live = manager.create(msg, client)
-            owned.add(live.id)
+            _own(live, owned)
             data = live.info()
         elif op == "ping":
             data = {"pong": True}
@@ -574,7 +619,7 @@ def ws_handle(manager: SessionManager, raw: str | bytes, client: str, owned: set
                 data = manager.get(sid).info()
             elif op == "fork":
                 live = manager.fork(sid, client)
-                owned.add(live.id)
+                _own(live, owned)
                 data = live.info()
             elif op == "close":
                 manager.close(sid)
@@ -588,6 +633,12 @@ def ws_handle(manager: SessionManager, raw: str | bytes, client: str, owned: set
     except Exception as err:
         log.exception("internal error on a WebSocket message")
         return _ws_error(rid, internal_error(err))
+
+
+def _own(live: LiveSession, owned: set[str]) -> None:
+    """Make ``live`` the connection's: it never expires while the connection is open, and closes with it."""
+    owned.add(live.id)
+    live.attached.add(_WS_OWNER)
 
 
 def _ws_error(rid: Any, err: ApiError) -> bytes:
@@ -639,4 +690,10 @@ async def serve_ws(scope: Scope, receive: Receive, send: Send, manager: SessionM
             if sid in manager:
                 manager.close(sid, "its WebSocket connection closed")
         if manager.config.access_log:
-            access.info("%s WS %s %d messages %.2fs", client, scope.get("path"), count, time.perf_counter() - started)
+            access.info(
+                "%s WS %s %d messages %.2fs",
+                inert(client),
+                inert(scope.get("path")),
+                count,
+                time.perf_counter() - started,
+            )

@@ -37,9 +37,33 @@ def register(subparsers: Any, registry: Registry | None = None) -> None:
     s.add_argument("--token", default=None, help="bearer token clients must send (default: $MIRRORWORLD_TOKEN)")
     world_option(s, registry, repeat=True, what="a world to serve (default: all)")
     s.add_argument("--max-sessions", type=int, default=4096, help="live sessions in all")
-    s.add_argument("--max-sessions-per-client", type=int, default=None, help="live sessions per client address")
+    s.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        default=None,
+        help="live sessions per client address (default: all of them on loopback, a quarter off it)",
+    )
     s.add_argument("--max-body-bytes", type=int, default=1_048_576, help="largest request body or WS message")
-    s.add_argument("--step-rate", type=float, default=None, help="tool calls per second per client (default: no limit)")
+    s.add_argument(
+        "--step-rate",
+        type=float,
+        default=None,
+        help="tool calls per second per client, on every transport; no other operation counts (default: no limit)",
+    )
+    s.add_argument(
+        "--allowed-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a host name requests may address besides loopback names (repeatable; * for any)",
+    )
+    s.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help="a web origin (scheme://host[:port]) whose pages may call the server (repeatable; * for any)",
+    )
     s.add_argument("--idle-timeout", type=float, default=900.0, help="seconds before an unused session is closed")
     s.add_argument("--max-steps-limit", type=int, default=1000, help="the largest max_steps a session may ask for")
     s.add_argument("--no-access-log", action="store_true", help="do not log one line per request")
@@ -71,6 +95,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         idle_timeout_s=args.idle_timeout,
         max_steps_limit=args.max_steps_limit,
         access_log=not args.no_access_log,
+        allowed_hosts=tuple(args.allowed_host) if args.allowed_host else None,
+        allowed_origins=tuple(args.allowed_origin or ()),
     )
     serve(config, registry)
     return 0

@@ -4,7 +4,9 @@ Two transports:
 
 * **streamable HTTP**, inside the session server: ``/v1/sessions/{id}/mcp``
   serves the tools of session ``id`` (stateless JSON responses; create the
-  session first with ``POST /v1/sessions``). Auth and limits are the server's.
+  session first with ``POST /v1/sessions``). Auth and limits are the server's;
+  a request's body is read whole before the SDK sees it, so that a client
+  hanging up mid-body is no error of the SDK's (which would log it as one).
 * **stdio**, with ``mirrorworld mcp --world helpdesk --task-id refund_damaged/3``
   (or ``python -m mirrorworld.server.mcp ...``): one session of one task for the
   life of the process, for desktop MCP clients.
@@ -152,6 +154,11 @@ def session_mcp_app(
             except ApiError as err:
                 await error_response(err)(scope, receive, send)
                 return
+        if scope.get("method") == "POST":
+            body = await _read_body(receive)
+            if body is None:
+                return  # the client went away: no one to answer
+            receive = _replay(body, receive)
         await http.handle_request(scope, receive, send)
 
     @contextlib.asynccontextmanager
@@ -160,6 +167,28 @@ def session_mcp_app(
             yield
 
     return handle, lifespan
+
+
+async def _read_body(receive: Callable[[], Any]) -> bytes | None:
+    """The whole body of an HTTP request, or None if the client disconnected first."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Callable[[], Any]) -> Callable[[], Any]:
+    """A ``receive`` that gives ``body`` as one message, then whatever ``receive`` gives (a disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replayed() -> Any:
+        return pending.pop() if pending else await receive()
+
+    return replayed
 
 
 async def run_stdio(manager: SessionManager, session_id: str) -> None:

@@ -18,7 +18,8 @@ OpenEnv (``openenv`` on PyPI) talks to an environment server through:
   (body field ``session_id``) and ``/state`` (query ``session_id``) then use;
 * ``POST /mcp`` — JSON-RPC 2.0 with ``tools/list``, ``tools/call`` (params
   ``name``, ``arguments``, ``session_id``), ``openenv/session/create`` and
-  ``openenv/session/close``.
+  ``openenv/session/close``. A body that is not JSON is a JSON-RPC parse
+  error; a body over the server's limit is refused like any other (``413``).
 
 An action is ``{"tool": NAME, "args": {...}}`` (``args`` may be the JSON text
 of an object). The observation of a step carries ``ok``, ``result`` (the
@@ -42,6 +43,7 @@ from mirrorworld.server.models import CreateRequest, ErrorResponse
 from mirrorworld.server.sessions import ApiError, LiveSession, RawJSON, SessionManager
 from mirrorworld.server.wire import (
     API_VERSION,
+    JSON_TYPE,
     access,
     body_schema,
     client_of,
@@ -274,6 +276,38 @@ def jsonrpc(manager: SessionManager, request: Any, client: str, session: str | N
 
 # -- routes -------------------------------------------------------------------------------
 
+_STATE_QUERY: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": "session_id",
+            "in": "query",
+            "required": False,
+            "description": "The session (from the metadata of /reset); without it, an empty state.",
+            "schema": {"type": "string"},
+        }
+    ]
+}
+_JSONRPC_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            JSON_TYPE: {
+                "schema": {
+                    "type": "object",
+                    "description": "A JSON-RPC 2.0 request (see the methods in the module docstring).",
+                    "required": ["jsonrpc", "method"],
+                    "properties": {
+                        "jsonrpc": {"type": "string", "enum": ["2.0"]},
+                        "id": {"type": ["string", "integer", "null"]},
+                        "method": {"type": "string"},
+                        "params": {"type": "object"},
+                    },
+                }
+            }
+        },
+    }
+}
+
 
 def add_openenv_routes(app: FastAPI, manager: SessionManager) -> None:
     """Register the OpenEnv routes on ``app`` (``/health`` is the server's own)."""
@@ -332,19 +366,20 @@ def add_openenv_routes(app: FastAPI, manager: SessionManager) -> None:
         return json_response(_state_payload(manager, request.query_params.get("session_id")))
 
     async def mcp(request: Request) -> Response:
+        body = await request.body()  # a body over the limit raises here: a 413, not a parse error
         try:
-            data = parse_json(await request.body(), empty_ok=False)
+            data = parse_json(body, empty_ok=False)
         except ApiError:
             return json_response({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
         return json_response(jsonrpc(manager, data, client_of(request.scope)))
 
-    for method, path, handler, body, summary in (
+    for method, path, handler, extra, summary in (
         ("GET", "/metadata", metadata, None, "OpenEnv: environment metadata"),
         ("GET", "/schema", schema, None, "OpenEnv: action, observation and state schemas"),
-        ("POST", "/reset", reset, OpenEnvReset, "OpenEnv: create (or reset) a session"),
-        ("POST", "/step", step, OpenEnvStep, "OpenEnv: one tool call in a session"),
-        ("GET", "/state", state, None, "OpenEnv: a session's state"),
-        ("POST", "/mcp", mcp, None, "OpenEnv: JSON-RPC tools/list and tools/call"),
+        ("POST", "/reset", reset, body_schema(OpenEnvReset, manager.config), "OpenEnv: create (or reset) a session"),
+        ("POST", "/step", step, body_schema(OpenEnvStep, manager.config), "OpenEnv: one tool call in a session"),
+        ("GET", "/state", state, _STATE_QUERY, "OpenEnv: a session's state"),
+        ("POST", "/mcp", mcp, _JSONRPC_BODY, "OpenEnv: JSON-RPC tools/list and tools/call"),
     ):
         app.add_api_route(
             path,
@@ -352,7 +387,7 @@ def add_openenv_routes(app: FastAPI, manager: SessionManager) -> None:
             methods=[method],
             summary=summary,
             responses=errors,
-            openapi_extra=body_schema(body, manager.config) if body is not None else None,
+            openapi_extra=extra,
             tags=["openenv"],
         )
 

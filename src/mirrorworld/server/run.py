@@ -35,6 +35,8 @@ from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.server.app import create_app
 from mirrorworld.server.config import ServerConfig
+from mirrorworld.server.protocols import http_protocol, ws_protocol
+from mirrorworld.server.wire import inert
 
 __all__ = ["BackgroundServer", "configure_logging", "run_async", "serve", "settle_heap", "uvicorn_config"]
 
@@ -52,20 +54,38 @@ def run_async(main: Coroutine[Any, Any, None]) -> None:
         runner.run(main)
 
 
+class _InertFormatter(logging.Formatter):
+    """Writes each record's message inert (see :func:`~mirrorworld.server.wire.inert`); a traceback follows as is.
+
+    The server makes the request data it logs inert where it logs it; this
+    keeps any message of the process to one line all the same.
+    """
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return inert(super().formatMessage(record), limit=8192)
+
+
 def configure_logging(level: int = logging.INFO) -> None:
-    """One line per record on stderr: time, level, logger, message."""
+    """One line per record on stderr: time, level, logger, message (made inert)."""
     logger = logging.getLogger("mirrorworld.server")
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(_InertFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         logger.addHandler(handler)
         logger.propagate = False
     logger.setLevel(level)
 
 
 def uvicorn_config(app: Any, config: ServerConfig, **overrides: Any) -> uvicorn.Config:
-    """The uvicorn settings the server runs with (one worker; our own access log)."""
+    """The uvicorn settings the server runs with (one worker; our own access log).
+
+    The HTTP and WebSocket protocols are :mod:`mirrorworld.server.protocols`':
+    request heads bounded in size and time whichever parser runs, and a clean
+    ``1007`` for a text message that is not UTF-8.
+    """
     settings: dict[str, Any] = {
+        "http": http_protocol(config),
+        "ws": ws_protocol(config),
         "host": config.host,
         "port": config.port,
         "access_log": False,
@@ -77,7 +97,7 @@ def uvicorn_config(app: Any, config: ServerConfig, **overrides: Any) -> uvicorn.
         "timeout_keep_alive": 30,
         "lifespan": "on",
         "proxy_headers": False,
-        "h11_max_incomplete_event_size": 64 * 1024,
+        "h11_max_incomplete_event_size": config.max_head_bytes,
     }
     settings.update(overrides)
     return uvicorn.Config(app, **settings)

@@ -20,8 +20,11 @@ Lifecycle::
                       │                                             ▲
                       └──── idle for idle_timeout_s ───► expired ───┘
 
-A closed or expired id is remembered (up to ``remember_closed`` of them) so
-that later use answers ``410`` with the reason instead of ``404``.
+A session that a transport holds (``LiveSession.attached``: a WebSocket
+connection that created it or attached to it) is never idle: it stays live as
+long as the connection, which closes it (or lets go of it) when it ends. A
+closed or expired id is remembered (up to ``remember_closed`` of them) so that
+later use answers ``410`` with the reason instead of ``404``.
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ class LiveSession:
     last_used: float
     ops: int = 0
     attached: set[str] = field(default_factory=set)
-    """Transports holding the session open (a WebSocket connection that owns it)."""
+    """Transports holding the session open (a WebSocket connection that owns it): while any does, it never expires."""
 
     def info(self) -> dict[str, Any]:
         ep = self.episode
@@ -226,8 +229,8 @@ class SessionManager:
         if len(self._live) >= cfg.max_sessions:
             self.counters["refused_capacity"] += 1
             raise ApiError(503, "too_many_sessions", f"the server holds its limit of {cfg.max_sessions} sessions")
-        per_client = cfg.max_sessions_per_client
-        if per_client is not None and self._per_client[client] >= per_client:
+        per_client = cfg.sessions_per_client()
+        if self._per_client[client] >= per_client:
             self.counters["refused_capacity"] += 1
             raise ApiError(429, "too_many_sessions", f"this client holds its limit of {per_client} sessions")
 
@@ -305,7 +308,11 @@ class SessionManager:
     # -- stepping ---------------------------------------------------------------
 
     def throttle(self, client: str) -> None:
-        """Take one step token for ``client`` (``429 rate_limited`` when none is left)."""
+        """Take one step token for ``client`` (``429 rate_limited`` when none is left).
+
+        Only :meth:`step` takes one, so the rate covers tool calls on every
+        transport and nothing else (see :mod:`~mirrorworld.server.config`).
+        """
         rate = self.config.step_rate
         if rate is None:
             return

@@ -17,7 +17,12 @@ everywhere: ``{"error": {code, message}}`` with its HTTP status, and a
   :class:`~mirrorworld.server.models.StepRequest` documents.
 * :func:`guarded` — a route that answers every failure with a JSON error: an
   ``ApiError`` as itself, anything else as a logged ``500`` that names the
-  boundary that failed and never the exception's text.
+  boundary that failed and never the exception's text. A client that hangs
+  up before its body has arrived is neither: it gets no answer and logs
+  nothing beyond its access line (a ``499``, see
+  :class:`~mirrorworld.server.app.Gate`).
+* :func:`inert` — an untrusted value (a path, a header, a client's id) as text
+  that is safe to log: one line, no terminal escapes, bounded length.
 """
 
 from __future__ import annotations
@@ -30,8 +35,10 @@ from typing import Any
 import orjson
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.requests import ClientDisconnect
 
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.inert import inert as _inert
 from mirrorworld.server.config import ServerConfig
 from mirrorworld.server.models import request_schema
 from mirrorworld.server.sessions import ApiError, RawJSON
@@ -50,6 +57,7 @@ __all__ = [
     "dumps",
     "error_response",
     "guarded",
+    "inert",
     "internal_error",
     "json_response",
     "log",
@@ -148,6 +156,17 @@ def step_args(obj: Any) -> tuple[str, Any]:
     return tool, args
 
 
+def inert(value: object, limit: int = 200) -> str:
+    """``value`` as one line safe to put in a log: :func:`mirrorworld.inert.inert` with ``lines=False``.
+
+    Every character that is not printable (line breaks, ``ESC`` and the other
+    controls, Unicode separators and format characters, lone surrogates) is
+    written as its Python escape, so a value can neither start a forged line
+    nor drive a terminal; past ``limit`` characters the text is cut.
+    """
+    return _inert(value, limit, lines=False)
+
+
 def client_of(scope: Scope) -> str:
     """The client key of a connection: the peer's address."""
     peer = scope.get("client")
@@ -179,18 +198,38 @@ def internal_error(err: BaseException) -> ApiError:
     return ApiError(500, "internal_error", f"a server bug: {type(err).__name__}", boundary="infrastructure")
 
 
+class _NoAnswer(Response):
+    """The response to a client that went away: sends nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
+        return None
+
+
+_NO_ANSWER = _NoAnswer()
+
+
 def guarded(
     handler: Callable[[Request], Awaitable[Response]],
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Turn ``ApiError`` into its response and any other exception into a logged ``500``."""
+    """Turn ``ApiError`` into its response and any other exception into a logged ``500``.
+
+    A ``ClientDisconnect`` (the client hung up while its body was being read)
+    is the client's doing, not a failure: nothing is logged and nothing is
+    sent, since no one is left to read it.
+    """
 
     async def endpoint(request: Request) -> Response:
         try:
             return await handler(request)
         except ApiError as err:
             return error_response(err)
+        except ClientDisconnect:
+            return _NO_ANSWER
         except Exception as err:
-            log.exception("internal error on %s %s", request.method, request.url.path)
+            log.exception("internal error on %s %s", request.method, inert(request.url.path))
             return error_response(internal_error(err))
 
     endpoint.__name__ = handler.__name__
