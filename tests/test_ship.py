@@ -388,3 +388,27 @@ def test_review_statistics_refuse_runs_of_different_builds(tmp_path: Path) -> No
         check=False,
     )
     assert out.returncode == 1 and "differ in tasks" in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        "CREATE VIEW artifacts AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r)"
+        " SELECT x AS digest FROM r",
+        "CREATE TABLE pins (world TEXT, digest TEXT);"
+        " CREATE TRIGGER t AFTER INSERT ON pins BEGIN DELETE FROM pins; END",
+        "CREATE TABLE other (x)",
+    ],
+)
+def test_a_hostile_catalogue_is_refused_without_running_it(tmp_path: Path, ddl: str) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "catalogue.sqlite")
+    conn.executescript(ddl)
+    conn.close()
+    before = (tmp_path / "catalogue.sqlite").read_bytes()
+    for args in (["list"], ["show", "helpdesk"], ["rollback", "helpdesk"], ["pin", "helpdesk@0"]):
+        out = _py(["env", "--store", str(tmp_path), *args])
+        assert out.returncode == 1 and "not a version store catalogue" in out.stderr, (args, out.stderr)
+        assert out.stderr.count("\n") == 1
+    assert (tmp_path / "catalogue.sqlite").read_bytes() == before

@@ -79,6 +79,18 @@ CREATE INDEX IF NOT EXISTS history_world ON history(world, id);
 """
 
 
+def _check_catalogue(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a catalogue that is not plain tables (a view or trigger could make every read hang or write)."""
+    conn.execute("PRAGMA trusted_schema=OFF")
+    rows = conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_autoindex_%'").fetchall()
+    expected = {("table", "artifacts"), ("table", "pins"), ("table", "history")}
+    indexes = {("index", "artifacts_world"), ("index", "history_world")}
+    extra = sorted(set(map(tuple, rows)) - expected - indexes)
+    if extra:
+        kind, name = extra[0]
+        raise StoreError(f"{path} is not a version store catalogue (it holds the {kind} {ascii(name)[:60]})")
+
+
 class StoreError(MirrorworldError):
     """A version-store operation that cannot be done (unknown name, guard refused, damaged store)."""
 
@@ -177,6 +189,7 @@ class Store:
             conn = sqlite3.connect(path, timeout=30, isolation_level=None)
         try:
             try:
+                _check_catalogue(conn, path)
                 conn.executescript(_SCHEMA)
                 if write:
                     conn.execute("BEGIN IMMEDIATE")
