@@ -177,6 +177,11 @@ def test_an_altered_or_foreign_artifact_is_refused_with_one_line(artifact: Path,
         {"tools": ["Bad Name"]},
         {"surprise": 1},
         {"licence": "a\x1b[31mred"},
+        {"python": '>=3.11", evil = "1'},
+        {"reward_range": [float("-inf"), 1.0]},
+        {"content_hash": "0" * 16},
+        {"env_id": "evil/Other-v0"},
+        {"version": 3},
     ],
 )
 def test_a_malformed_manifest_is_refused(artifact: Path, change: dict[str, object]) -> None:
@@ -219,6 +224,9 @@ def test_store_references_pins_and_rollback(artifact: Path, tmp_path: Path) -> N
             split_ref(bad) if "@" not in bad or bad.count("@") > 1 else store.resolve(bad)
     with pytest.raises(StoreError, match="no earlier pin"):
         store.rollback("helpdesk")
+    assert store.resolve(f"helpdesk@{a.manifest.content_hash[:8]}").digest == a.digest
+    with pytest.raises(StoreError):
+        store.resolve(f"helpdesk@{a.manifest.content_hash}ffff")
     with pytest.raises(StoreError, match="version 7 is not published"):
         store.pin("helpdesk@7")
     # a damaged blob is caught when resolved
@@ -345,7 +353,10 @@ def test_publish_run_pinned_regress_gate_rollback(artifact: Path, tmp_path: Path
     history = json.loads(shown.stdout)["history"]
     assert [h["action"] for h in history] == ["publish", "publish", "rollback"]
     # the gate passes the good version against itself
-    same = _py(["env", "gate", "helpdesk@0", "--replay", str(reference), "--episodes", "18"], env=env)
+    same = _py(
+        ["env", "gate", "helpdesk@0", "--against", "helpdesk@0", "--replay", str(reference), "--episodes", "18"],
+        env=env,
+    )
     assert same.returncode == 0, same.stdout + same.stderr
     assert "gate: passed" in same.stdout
 
@@ -412,3 +423,173 @@ def test_a_hostile_catalogue_is_refused_without_running_it(tmp_path: Path, ddl: 
         assert out.returncode == 1 and "not a version store catalogue" in out.stderr, (args, out.stderr)
         assert out.stderr.count("\n") == 1
     assert (tmp_path / "catalogue.sqlite").read_bytes() == before
+
+
+def _retamper(src: Path, dst: Path, name: str, data: bytes) -> None:
+    """``src`` with file ``name`` replaced and its RECORD line recomputed: well formed, genuine manifest, other code."""
+    import base64
+
+    with zipfile.ZipFile(src) as zin:
+        files = {i.filename: zin.read(i) for i in zin.infolist()}
+    files[name] = data
+    record_name = next(n for n in files if n.endswith(".dist-info/RECORD"))
+    lines = []
+    for n, d in files.items():
+        if n == record_name:
+            continue
+        digest = base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()
+        lines.append(f"{n},sha256={digest},{len(d)}\n")
+    files[record_name] = ("".join(lines) + f"{record_name},,\n").encode()
+    with zipfile.ZipFile(dst, "w") as zout:
+        for n, d in files.items():
+            zout.writestr(n, d)
+
+
+def test_publishing_checks_the_code_against_its_manifest(artifact: Path, tmp_path: Path) -> None:
+    rules = "mirrorworld/worlds/helpdesk/rules.py"
+    with zipfile.ZipFile(artifact) as zf:
+        original = zf.read(rules)
+    tampered = tmp_path / "tampered.whl"
+    _retamper(artifact, tampered, rules, original.replace(b"20_000", b"90_000"))
+    art = Artifact.open(tampered)  # well formed: every file matches its RECORD line
+    store = Store(tmp_path / "store")
+    with pytest.raises(ArtifactError, match=r"does not give the manifest it declares.*parts\.rules"):
+        store.publish(art)
+    assert store.published() == []
+    assert not list((tmp_path / "store" / "blobs").glob("*.whl")) if (tmp_path / "store" / "blobs").exists() else True
+
+
+def test_artifact_names_files_and_sizes_are_checked(artifact: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(artifact) as zf:
+        init = zf.read("mirrorworld/__init__.py")
+    for name, label in (("mirrorworld/./__init__.py", "unsafe name"), ("mirrorworld/CLI.py", "twice")):
+        bad = tmp_path / f"{label.replace(' ', '_')}.whl"
+        _retamper(artifact, bad, name, init)
+        with pytest.raises(ArtifactError, match=label):
+            Artifact.open(bad)
+    with pytest.raises(ArtifactError, match="not a regular file"):
+        Artifact.open("/dev/zero")
+    fifo = tmp_path / "fifo.whl"
+    os.mkfifo(fifo)
+    with pytest.raises(ArtifactError, match="not a regular file"):
+        Artifact.open(fifo)
+    deep = tmp_path / "deep.whl"
+    name = next(n for n in zipfile.ZipFile(artifact).namelist() if n.endswith("mirrorworld-manifest.json"))
+    _retamper(artifact, deep, name, b"[" * 100_000 + b"]" * 100_000)
+    with pytest.raises(ManifestError, match="deeper"):
+        Artifact.open(deep)
+
+
+def test_the_checked_bytes_are_what_is_unpacked_and_a_damaged_cache_is_replaced(artifact: Path, tmp_path: Path) -> None:
+    copy = tmp_path / artifact.name
+    shutil.copy(artifact, copy)
+    art = Artifact.open(copy)
+    copy.write_bytes(b"swapped after it was checked")  # the file changes under the checked artifact
+    root = art.extract(tmp_path / "cache")
+    init = root / "mirrorworld" / "__init__.py"
+    good = init.read_bytes()
+    assert good.startswith(b'"""') and root.name == art.digest
+    init.write_bytes(b'raise SystemExit("shadowed")\n')
+    assert art.extract(tmp_path / "cache") == root and init.read_bytes() == good
+
+
+def test_blobs_are_readable_by_the_team(artifact: Path, tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        done = Store(tmp_path / "store").publish(artifact, verify=False)
+    finally:
+        os.umask(old)
+    blob = tmp_path / "store" / "blobs" / f"{done.digest}.whl"
+    assert blob.stat().st_mode & 0o777 == 0o644
+    packed = pack("helpdesk", tmp_path / "out")
+    assert packed.stat().st_mode & 0o044  # the group and others may read what pack wrote (umask permitting)
+
+
+def test_rollback_is_a_stack_of_pins(tmp_path: Path) -> None:
+    from mirrorworld.ship.store import Store as S
+
+    store = S(tmp_path / "store")
+    arts = [Artifact.open(p) for p in _three_versions(tmp_path)]
+    for a in arts:
+        store.publish(a, verify=False)
+    assert store.resolve("helpdesk").digest == arts[2].digest
+    assert store.rollback("helpdesk").digest == arts[1].digest
+    assert store.rollback("helpdesk").digest == arts[0].digest
+    with pytest.raises(StoreError, match="no earlier pin"):
+        store.rollback("helpdesk")
+    store.pin("helpdesk@2")
+    assert store.rollback("helpdesk").digest == arts[0].digest
+
+
+def _three_versions(tmp_path: Path) -> list[Path]:
+    out = [pack("helpdesk", tmp_path / "v0")]
+    for v in (1, 2):
+        out.append(_pack_in(_variant(tmp_path / f"t{v}", version=v), tmp_path / f"v{v}"))
+    return out
+
+
+def test_damaged_catalogue_rows_are_one_line(artifact: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    Store(tmp_path / "store").publish(artifact, verify=False)
+    conn = sqlite3.connect(tmp_path / "store" / "catalogue.sqlite")
+    conn.execute("UPDATE artifacts SET published_at='yesterday'")
+    conn.execute("UPDATE history SET at=1e300")
+    conn.commit()
+    conn.close()
+    for args in (["list"], ["show", "helpdesk"]):
+        out = _py(["env", "--store", str(tmp_path / "store"), *args])
+        assert out.returncode == 1 and "damaged" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_the_gate_refuses_what_it_cannot_judge(artifact: Path, tmp_path: Path) -> None:
+    from mirrorworld.ship.gate import GateReport
+
+    assert GateReport("a", "b", [], 0.0, 4, 4).passed is False  # nothing graded is no pass
+    env = {"MIRRORWORLD_STORE": str(tmp_path / "store"), "MIRRORWORLD_CACHE": str(tmp_path / "cache")}
+    assert _py(["env", "publish", str(artifact)], env=env).returncode == 0
+    team = tmp_path / "team.sqlite"
+    assert (
+        main(["run", "--world", "helpdesk_team", "--episodes", "2", "--out", str(team), "--no-progress", "--json"]) == 0
+    )
+    for extra, needle in (
+        (["--replay", str(team)], "recorded on mirrorworld/HelpdeskTeam"),
+        (["--replay", str(team), "--tolerance", "nan"], "tolerance"),
+        (["--agent", "oracle", "--episodes", "0"], "at least 1"),
+    ):
+        out = _py(["env", "gate", "helpdesk@0", "--against", "helpdesk@0", *extra], env=env)
+        assert out.returncode == 2 and needle in out.stderr, (extra, out.stderr)
+
+
+def test_an_abbreviated_world_option_and_no_nested_artifact_runs(artifact: Path, tmp_path: Path) -> None:
+    env = {"MIRRORWORLD_STORE": str(tmp_path / "store"), "MIRRORWORLD_CACHE": str(tmp_path / "cache")}
+    v1 = _pack_in(_variant(tmp_path / "v1", version=1), tmp_path / "v1-dist")
+    assert _py(["env", "publish", str(v1)], env=env).returncode == 0
+    out = tmp_path / "abbrev.sqlite"
+    ran = _py(["run", "--worl", "helpdesk@1", "--episodes", "2", "--out", str(out), "--json", "--no-progress"], env=env)
+    assert ran.returncode == 0, ran.stderr
+    with RunFile.open(out) as run:
+        assert run.meta["artifact"] == Artifact.open(v1).digest
+    nested = _py(
+        ["run", "--world", "helpdesk@1", "--episodes", "1", "--out", str(tmp_path / "n.sqlite"), "--no-progress"],
+        env={**env, "MIRRORWORLD_ARTIFACT": "0" * 64},
+    )
+    assert nested.returncode == 1 and "already runs an artifact" in nested.stderr
+
+
+def test_review_statistics_do_not_pool_a_run_that_names_no_build(tmp_path: Path) -> None:
+    import sqlite3
+
+    from mirrorworld.review.stats import incomparable_builds
+    from mirrorworld.review.store import ReviewStore
+    from mirrorworld.review.testing import make_runs
+
+    runs = make_runs(tmp_path, ("oracle", "claim"), episodes=2)
+    conn = sqlite3.connect(runs[1])
+    conn.execute("DELETE FROM meta WHERE key IN ('world_hash', 'world_parts')")
+    conn.commit()
+    conn.close()
+    store = ReviewStore(tmp_path / "review.sqlite")
+    for p in runs:
+        store.add_run(p, audit=False)
+    assert incomparable_builds(store) == ["unknown build (a run file that names no world_hash)"]

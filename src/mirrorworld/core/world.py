@@ -47,7 +47,7 @@ from mirrorworld.core.tolerance import Tolerance
 from mirrorworld.core.tools import ToolSpec
 from mirrorworld.errors import RegistryError, TaskError, WorldError
 
-__all__ = ["SCORE_PARTS", "AuditHooks", "GoldOutcome", "Rule", "World"]
+__all__ = ["SCORE_PARTS", "AuditHooks", "GoldOutcome", "Rule", "World", "content_hash_of"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _GRADING_DIRS = tuple(_PACKAGE_DIR / name for name in ("core", "verify", "episodes", "sim", "agents/judge.py"))
@@ -82,6 +82,15 @@ world's simulated parties and policies), ``world`` (the rest of a world's
 folder: its declaration, audit hooks, macros), ``core`` and ``episodes``
 (how every world is stepped) and ``build`` (the data seed and scale).
 """
+
+
+def content_hash_of(env_id: str, parts: Mapping[str, str]) -> str:
+    """The content hash of a world with versioned id ``env_id`` and these score parts (in :data:`SCORE_PARTS` order)."""
+    h = hashlib.sha256(env_id.encode())
+    for part in SCORE_PARTS:
+        h.update(f"|{part}={parts.get(part, '')}".encode())
+    return h.hexdigest()[:16]
+
 
 _PART_OF_FILE = {
     "data.py": "data",
@@ -381,10 +390,7 @@ class World(ABC):
         episode code), the tools' schemas, plus the data seed and scale, one
         part at a time (:meth:`score_parts`). Every trajectory records it.
         """
-        h = hashlib.sha256(self.id.encode())
-        for part, digest in self._score_parts.items():
-            h.update(f"|{part}={digest}".encode())
-        return h.hexdigest()[:16]
+        return content_hash_of(self.id, self._score_parts)
 
     # -- pickling: a world travels as its class and parameters, never its database --
 

@@ -231,14 +231,17 @@ def incomparable_builds(store: ReviewStore) -> list[str]:
     with store.read() as conn:
         metas = [r[0] for r in conn.execute("SELECT meta FROM runs ORDER BY id")]
     builds: list[Provenance] = []
+    unnamed = 0
     for raw in metas:
         try:
             builds.append(Provenance.of(json.loads(raw)))
-        except (ValueError, TypeError, MirrorworldError):
-            continue  # a run file that names no build is checked nowhere else either
+        except (ValueError, TypeError, RecursionError, MirrorworldError):
+            unnamed += 1
     differ: set[str] = set()
     for other in builds[1:]:
         differ.update(check_comparable(builds[0], other, allow=True))
+    if unnamed and len(metas) > 1:
+        differ.add("unknown build (a run file that names no world_hash)")
     return sorted(differ)
 
 

@@ -7,8 +7,13 @@
 * :mod:`~mirrorworld.ship.store` — a version store a team shares
   (``mirrorworld env publish|list|show|pin|rollback``) and name resolution
   (``helpdesk@1``, ``helpdesk@<hash>``);
+* :mod:`~mirrorworld.ship.verify` — an artifact's code checked against its manifest (at publish);
+* :mod:`~mirrorworld.ship.launch` — ``run --world helpdesk@1``: exactly that artifact's code;
 * :mod:`~mirrorworld.ship.compare` — whether two runs may be compared, and why not;
-* :mod:`~mirrorworld.ship.gate` — the regression gate between two versions.
+* :mod:`~mirrorworld.ship.gate` — the regression gate between two versions;
+* :mod:`~mirrorworld.ship.image` and :mod:`~mirrorworld.ship.oci` — ``mirrorworld image build``:
+  a reproducible OCI image serving an artifact;
+* :mod:`~mirrorworld.ship.hub` — ``mirrorworld export``: OpenEnv and verifiers packages.
 """
 
 from mirrorworld.ship.artifact import Artifact, ArtifactError, pack

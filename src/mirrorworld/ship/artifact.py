@@ -42,10 +42,11 @@ import io
 import os
 import re
 import shutil
+import stat
 import tempfile
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mirrorworld.errors import MirrorworldError
@@ -165,21 +166,39 @@ def pack(world_name: str, out_dir: str | Path, *, registry: object | None = None
             info.external_attr = (0o100644 & 0xFFFF) << 16
             info.create_system = 3
             zf.writestr(info, data, compress_type=zipfile.ZIP_STORED)
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".pack-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(buf.getvalue())
-    os.replace(tmp, target)
+    write_shared(target, buf.getvalue())
     return target
+
+
+def write_shared(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` atomically, readable as the umask allows (``mkstemp`` alone makes it 0600)."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".write-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 @dataclass(frozen=True)
 class Artifact:
-    """An artifact file, checked: its path, the SHA-256 of its bytes and its manifest."""
+    """An artifact file, checked: its path, the SHA-256 of its bytes and its manifest.
+
+    The bytes that were checked are kept (``data``): :meth:`files` and
+    :meth:`extract` read them, never the file again, so a file swapped after
+    it was opened cannot slip in under the checked digest.
+    """
 
     path: Path
     digest: str
     manifest: Manifest
     size: int
+    data: bytes = field(repr=False, compare=False, default=b"")
 
     @property
     def short(self) -> str:
@@ -191,20 +210,33 @@ class Artifact:
         """Read and check an artifact (untrusted input: see the module docstring)."""
         path = Path(path)
         try:
-            data = path.read_bytes()
+            st = path.stat()
+        except OSError as err:
+            raise ArtifactError(f"cannot read artifact {path}: {err.strerror or err}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise ArtifactError(f"{path} is not a regular file, so not an artifact")
+        if st.st_size > _MAX_BYTES:
+            raise ArtifactError(f"{path.name} is over {_MAX_BYTES >> 20} MB: not an artifact")
+        try:
+            with path.open("rb") as f:
+                data = f.read(_MAX_BYTES + 1)
         except OSError as err:
             raise ArtifactError(f"cannot read artifact {path}: {err.strerror or err}") from None
         if len(data) > _MAX_BYTES:
             raise ArtifactError(f"{path.name} is over {_MAX_BYTES >> 20} MB: not an artifact")
         digest = hashlib.sha256(data).hexdigest()
         manifest = _check(data, path.name)
-        return cls(path, digest, manifest, len(data))
+        return cls(path, digest, manifest, len(data), data)
 
     def files(self) -> Iterator[tuple[str, bytes]]:
-        """Every file in the artifact (checked when it was opened)."""
-        with zipfile.ZipFile(self.path) as zf:
+        """Every file in the artifact, from the bytes checked when it was opened."""
+        with zipfile.ZipFile(io.BytesIO(self.data)) as zf:
             for info in zf.infolist():
                 yield info.filename, zf.read(info)
+
+    def package(self) -> dict[str, bytes]:
+        """The ``mirrorworld/...`` files (the package, without its ``.dist-info``), by name."""
+        return {name: data for name, data in self.files() if name.startswith("mirrorworld/")}
 
     def extract(self, root: str | Path) -> Path:
         """Unpack the ``mirrorworld`` package into ``root/<digest>/`` (once; atomic); the folder to put on ``sys.path``.
@@ -213,26 +245,40 @@ class Artifact:
         installed distribution's entry points stay the only ones.
         """
         target = Path(root) / self.digest
-        if (target / "mirrorworld" / "__init__.py").is_file():
-            return target
+        files = self.package()
+        if target.is_dir():
+            if _same_tree(target, files):
+                return target
+            shutil.rmtree(target, ignore_errors=True)  # altered or half-written: unpack it again
         Path(root).mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=root, prefix=".extract-"))
         try:
-            for name, data in self.files():
-                if not name.startswith("mirrorworld/"):
-                    continue
+            for name, data in files.items():
                 dest = tmp / name
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_bytes(data)
             try:
                 os.replace(tmp, target)
             except OSError:  # another process unpacked it first
-                if not (target / "mirrorworld" / "__init__.py").is_file():
-                    raise
+                if not _same_tree(target, files):
+                    raise ArtifactError(f"cannot unpack {self.short} into {root}") from None
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         return target
+
+
+def _same_tree(root: Path, files: dict[str, bytes]) -> bool:
+    """Whether ``root`` holds exactly ``files`` (the unpacked package), byte for byte; caches are ignored."""
+    try:
+        present = {
+            p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        }
+        if present != set(files):
+            return False
+        return all((root / name).read_bytes() == data for name, data in files.items())
+    except OSError:
+        return False
 
 
 def _check(data: bytes, label: str) -> Manifest:
@@ -247,19 +293,26 @@ def _check(data: bytes, label: str) -> Manifest:
         if sum(i.file_size for i in infos) > _MAX_BYTES:
             raise ArtifactError(f"{label} unpacks to over {_MAX_BYTES >> 20} MB: not an artifact")
         names = [i.filename for i in infos]
-        for name in names:
-            if not _SAFE_NAME.match(name) or ".." in name.split("/"):
+        for info in infos:
+            name = info.filename
+            if not _SAFE_NAME.match(name) or any(part in (".", "..") for part in name.split("/")):
                 raise ArtifactError(f"{label} holds a file with an unsafe name {ascii(name)[:80]}")
-        if len(set(names)) != len(names):
-            raise ArtifactError(f"{label} holds a file twice")
+            if stat.S_IFMT(info.external_attr >> 16) not in (0, stat.S_IFREG):
+                raise ArtifactError(f"{label} holds {ascii(name)[:80]}, which is not a regular file")
+        if len({n.casefold() for n in names}) != len(names):
+            raise ArtifactError(f"{label} holds a file twice (names that differ only in case count as one)")
         records = [n for n in names if n.endswith(".dist-info/RECORD")]
         manifests = [n for n in names if n.endswith(f".dist-info/{MANIFEST_NAME}")]
-        if len(records) != 1 or len(manifests) != 1:
+        if len(records) != 1:
+            raise ArtifactError(f"{label} has no RECORD of its files: not an artifact (mirrorworld pack makes one)")
+        if len(manifests) != 1:
             raise ArtifactError(f"{label} has no mirrorworld manifest: not an artifact (mirrorworld pack makes one)")
         try:
             record = zf.read(records[0]).decode("utf-8")
             listed: dict[str, str] = {}
             for line in record.splitlines():
+                if not line.strip():
+                    continue
                 name, digest, _size = line.rsplit(",", 2)
                 listed[name] = digest
             for name in names:

@@ -42,7 +42,9 @@ def register(sub: Any, registry: Registry) -> dict[str, Any]:
     rb = es.add_parser("rollback", help="point a world's name back at what it resolved to before")
     rb.add_argument("world")
     rb.add_argument("--note", default="")
-    g = es.add_parser("gate", help="a reference agent on two versions: per-family deltas; exit 1 on a regression")
+    g = es.add_parser(
+        "gate", help="a reference agent on two versions: per-family deltas; exit 1 on a regression, 2 on an error"
+    )
     g.add_argument("new", help="the candidate: NAME@VERSION or NAME@HASH")
     g.add_argument(
         "--against",
@@ -149,18 +151,30 @@ def cmd_env(args: argparse.Namespace) -> int:
         print(f"rolled back: {done.manifest.world} resolves to {done.manifest.env_id} digest {done.digest[:16]} again")
         return 0
     if sub == "gate":
-        return _gate(args, store)
+        try:
+            return _gate(args, store)
+        except MirrorworldError as err:
+            from mirrorworld.inert import inert
+
+            print(inert(f"mirrorworld: error: {err}", 1000, lines=False), file=sys.stderr)
+            return 2
     raise MirrorworldError(f"unknown env command {sub}")
 
 
 def _gate(args: argparse.Namespace, store: Any) -> int:
-    from mirrorworld.ship.gate import evaluate, gate_runs
+    from mirrorworld.ship.gate import check_tolerance, evaluate, gate_runs
     from mirrorworld.ship.store import split_ref
 
     if args.episodes < 1:
         raise MirrorworldError("--episodes must be at least 1")
+    check_tolerance(args.tolerance)
     if args.agent == "replay" and not args.replay:
         raise MirrorworldError("the replay reference agent needs --replay RUN (a recorded run)")
+    if args.replay:
+        from mirrorworld.run import RunFile
+
+        with RunFile.open(args.replay) as ref_run:
+            recorded = str(ref_run.meta.get("world", ""))
     name, _ = split_ref(args.new)
     new = store.resolve(args.new)
     old = store.resolve(args.against or name)
@@ -172,6 +186,10 @@ def _gate(args: argparse.Namespace, store: Any) -> int:
         old = before
     if old.manifest.world != new.manifest.world:
         raise MirrorworldError("the gate compares two versions of one world")
+    if args.replay and recorded.rpartition("-v")[0] != new.manifest.env_id.rpartition("-v")[0]:
+        raise MirrorworldError(
+            f"the reference run was recorded on {ascii(recorded)[1:-1][:80]}, not on a version of {new.manifest.env_id}"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.out) if args.out else Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)

@@ -252,7 +252,7 @@ def _fill(template: str, ex: Export, **extra: Any) -> bytes:
         "wheel_path": ex.wheel_path,
         "wheel_version": ex.wheel_version,
         "mirrorworld_version": m.mirrorworld_version,
-        "requires_python": m.python or ">=3.11",
+        "q_requires_python": json.dumps(m.python or ">=3.11"),
         "low": m.reward_range[0],
         "high": m.reward_range[1],
     }
@@ -358,6 +358,8 @@ def _write_tree(out: Path, files: Mapping[str, bytes]) -> Path:
     ``out`` must be missing, empty or a previous export (it holds :data:`EXPORT_FILE`):
     anything else is refused rather than mixed with, or deleted.
     """
+    if out.is_symlink():
+        raise MirrorworldError(f"{out} is a symbolic link: name the export directory itself")
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / EXPORT_FILE).is_file())):
         raise MirrorworldError(f"{out} exists and is not an export: choose a new --out directory")
     out.parent.mkdir(parents=True, exist_ok=True)

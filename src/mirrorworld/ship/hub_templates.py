@@ -17,7 +17,7 @@ name = "openenv-$dist"
 version = "$public_version"
 description = "$env_id (world content hash $content_hash, artifact sha256 $short) as an OpenEnv environment"
 readme = "README.md"
-requires-python = "$requires_python"
+requires-python = $q_requires_python
 dependencies = $deps
 
 [project.scripts]
@@ -280,7 +280,7 @@ version = "$public_version"
 description = "$env_id (world content hash $content_hash, artifact sha256 $short) as a verifiers environment"
 tags = ["mirrorworld", "tool-use", "multi-turn", "train", "eval"]
 ${licence}readme = "README.md"
-requires-python = "$requires_python"
+requires-python = $q_requires_python
 dependencies = $deps
 
 [build-system]

@@ -15,6 +15,7 @@ refuses to run otherwise.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,8 +32,8 @@ __all__ = ["ENV_DIGEST", "ENV_PARTS", "check_child", "reexec", "resolve", "same_
 
 ENV_DIGEST = "MIRRORWORLD_ARTIFACT"
 """Set in a child run: the digest of the artifact it runs."""
-ENV_PARTS = "MIRRORWORLD_ARTIFACT_HASH"
-"""Set in a child run: the artifact's content hash, for the child to check its code against."""
+ENV_PARTS = "MIRRORWORLD_ARTIFACT_PARTS"
+"""Set in a child run: the artifact's score parts but ``build`` (JSON), for the child to check its code against."""
 
 
 def same_code(world: Any, art: Artifact) -> list[str]:
@@ -57,42 +58,60 @@ def _cache() -> Path:
 
 
 def reexec(art: Artifact, argv: Sequence[str], world: str) -> int:
-    """Run ``mirrorworld <argv>`` (its ``--world`` set to ``world``) on the artifact's code; the exit code."""
+    """Run ``mirrorworld <argv>`` (its ``--world`` set to ``world``) on the artifact's code; the exit code.
+
+    Refused inside a child this started (an artifact runs one level deep). Any
+    spelling argparse accepts for ``--world`` (``--world X``, ``--world=X``,
+    an abbreviation such as ``--wor X``) is rewritten.
+    """
+    if os.environ.get(ENV_DIGEST):
+        raise MirrorworldError("this run already runs an artifact; it cannot start another (name the world plainly)")
     root = art.extract(_cache())
-    args = list(argv)
     out: list[str] = []
-    skip = False
-    for i, a in enumerate(args):
-        if skip:
-            skip = False
-            continue
-        if a == "--world" and i + 1 < len(args):
-            out += ["--world", world]
-            skip = True
-        elif a.startswith("--world="):
-            out.append(f"--world={world}")
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        a = args[i]
+        flag, eq, _value = a.partition("=")
+        if len(flag) >= 3 and "--world".startswith(flag) and flag.startswith("--w"):
+            if eq:
+                out.append(f"--world={world}")
+            else:
+                out += ["--world", world]
+                i += 1  # its value
         else:
             out.append(a)
+        i += 1
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
     env[ENV_DIGEST] = art.digest
-    env[ENV_PARTS] = art.manifest.content_hash
+    env[ENV_PARTS] = json.dumps({k: v for k, v in art.manifest.parts.items() if k != "build"}, sort_keys=True)
     return subprocess.run([sys.executable, "-m", "mirrorworld", *out], env=env, check=False).returncode
 
 
 def check_child(world: Any) -> str | None:
-    """In a child :func:`reexec` started: the artifact digest, after checking the imported code is the artifact's."""
+    """In a child :func:`reexec` started: the artifact digest, after checking the imported code is the artifact's.
+
+    The imported package must be the unpacked artifact, and the world it
+    builds must have the artifact's score parts (all but ``build``, which
+    ``--scale`` sets), at any scale.
+    """
     digest = os.environ.get(ENV_DIGEST)
     if not digest:
         return None
     import mirrorworld
 
-    expected = os.environ.get(ENV_PARTS, "")
     art_root = Path(mirrorworld.__file__).resolve().parent.parent
     if art_root.name != digest:
         raise MirrorworldError("the artifact's code was not the code imported (is mirrorworld on PYTHONPATH twice?)")
-    if world.scale == 1.0 and world.data_seed == 0 and world.content_hash != expected:
+    try:
+        expected = json.loads(os.environ.get(ENV_PARTS, ""))
+    except ValueError:
+        raise MirrorworldError("the artifact's parts were not handed to this run") from None
+    mine = {k: v for k, v in world.score_parts().items() if k != "build"}
+    differ = differing_parts(mine, expected)
+    if differ:
         raise MirrorworldError(
-            f"the artifact's code gives content hash {world.content_hash}, not the {expected} it was packed with"
+            f"the artifact's code does not give the parts it was packed with (it differs in {', '.join(differ)})"
         )
     return digest

@@ -32,11 +32,13 @@ every field's type and bounds and refuses anything else with one line.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mirrorworld.core.world import SCORE_PARTS, content_hash_of
 from mirrorworld.errors import MirrorworldError
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ DETERMINISM = (
 SCORE_RANGE = (0.0, 1.0)
 """``reward_range``: the range of a verdict's score, the outcome reward of an episode (shaping settles to 0)."""
 
+_SPECIFIER = re.compile(r"(?:[<>=!~]{0,3}\s*[0-9][0-9a-z.*+!-]*\s*,?\s*)*\Z")
 _HEX16 = re.compile(r"[0-9a-f]{16}\Z")
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
 _ENV_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}-v\d{1,6}\Z")
@@ -106,10 +109,14 @@ class Manifest:
 
     @classmethod
     def from_json(cls, data: bytes) -> Manifest:
+        from mirrorworld.run.untrusted import loads
+
         try:
-            raw = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as err:
-            raise ManifestError(f"the manifest is not JSON ({str(err)[:80]})") from None
+            raw = loads(data.decode("utf-8"), "the manifest")
+        except UnicodeDecodeError:
+            raise ManifestError("the manifest is not UTF-8 text") from None
+        except MirrorworldError as err:
+            raise ManifestError(str(err)) from None
         return cls.from_dict(raw)
 
     @classmethod
@@ -147,26 +154,34 @@ class Manifest:
         if (
             not isinstance(lo_hi, list)
             or len(lo_hi) != 2
-            or not all(type(x) in (int, float) for x in lo_hi)
+            or not all(type(x) in (int, float) and math.isfinite(x) and abs(x) <= 1e6 for x in lo_hi)
             or not lo_hi[0] <= lo_hi[1]
         ):
-            raise ManifestError("the manifest's reward_range is not [low, high]")
+            raise ManifestError("the manifest's reward_range is not [low, high] (finite numbers)")
+        if set(parts) != set(SCORE_PARTS):
+            raise ManifestError(f"the manifest's parts are not this format's: {', '.join(SCORE_PARTS)}")
         extras = raw["extras"]
         if not isinstance(extras, dict) or len(extras) > 64:
             raise ManifestError("the manifest's extras are not a map of extra names to requirements")
         determinism = raw.get("determinism", {"seeded": True, "statement": DETERMINISM})
         if not isinstance(determinism, dict) or not isinstance(determinism.get("seeded"), bool):
             raise ManifestError("the manifest's determinism is not {seeded, statement}")
+        content_hash = _text(raw, "content_hash", _HEX16)
+        if content_hash_of(env_id, parts) != content_hash:
+            raise ManifestError("the manifest's content_hash is not the hash of its env_id and parts")
+        world_of_id = env_id.rpartition("/")[2].rpartition("-v")
+        if world_of_id[2] != str(version):
+            raise ManifestError(f"the manifest's env_id {env_id} does not carry its version {version}")
         return cls(
             env_id=env_id,
             world=world,
             version=version,
-            content_hash=_text(raw, "content_hash", _HEX16),
+            content_hash=content_hash,
             parts=dict(parts),
             data_seed=seed,
             scale=float(scale),
             mirrorworld_version=_text(raw, "mirrorworld_version"),
-            python=_text(raw, "python"),
+            python=_text(raw, "python", _SPECIFIER),
             dependencies=_texts(raw, "dependencies"),
             extras={_checked_name(k): _texts(extras, k) for k in extras},
             reward_range=(float(lo_hi[0]), float(lo_hi[1])),

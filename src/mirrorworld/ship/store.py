@@ -28,12 +28,12 @@ resolves the name.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import re
-import shutil
 import sqlite3
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mirrorworld.errors import MirrorworldError
-from mirrorworld.ship.artifact import Artifact
+from mirrorworld.ship.artifact import Artifact, write_shared
 from mirrorworld.ship.manifest import Manifest, differing_parts
 
 __all__ = ["Blobs", "FolderBlobs", "Published", "Store", "StoreError", "default_store_path", "split_ref"]
@@ -100,7 +100,7 @@ class Blobs(Protocol):
 
     def has(self, digest: str) -> bool: ...
 
-    def put(self, digest: str, source: Path) -> None: ...
+    def put(self, digest: str, data: bytes) -> None: ...
 
     def path(self, digest: str) -> Path: ...
 
@@ -117,18 +117,19 @@ class FolderBlobs:
     def has(self, digest: str) -> bool:
         return self.path(digest).is_file()
 
-    def put(self, digest: str, source: Path) -> None:
-        if self.has(digest):
-            return
+    def put(self, digest: str, data: bytes) -> None:
+        """Store ``data`` under ``digest`` (it must hash to it); a damaged copy already there is replaced."""
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise StoreError("the bytes to store do not match their digest")
+        path = self.path(digest)
+        if path.is_file():
+            try:
+                if hashlib.sha256(path.read_bytes()).hexdigest() == digest:
+                    return
+            except OSError:
+                pass
         self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".put-")
-        os.close(fd)
-        try:
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, self.path(digest))
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_shared(path, data)
 
 
 @dataclass(frozen=True)
@@ -208,15 +209,24 @@ class Store:
 
     # -- writing -------------------------------------------------------------------
 
-    def publish(self, artifact: Artifact | str | Path, *, note: str = "", pin: bool = True) -> Published:
+    def publish(
+        self, artifact: Artifact | str | Path, *, note: str = "", pin: bool = True, verify: bool = True
+    ) -> Published:
         """Add an artifact (checked) and, with ``pin``, point its world's name at it.
 
-        Refused when the same world version is already published with another
-        content hash (the message names the differing parts).
+        With ``verify`` (the default) the artifact's own code is run once, in a
+        child process, to check that it gives the manifest it declares
+        (:func:`mirrorworld.ship.verify.verify_code`): a manifest cannot vouch
+        for code it does not describe. Refused when the same world version is
+        already published with another content hash (the message names the
+        differing parts).
         """
         art = artifact if isinstance(artifact, Artifact) else Artifact.open(artifact)
         m = art.manifest
-        self.blobs.put(art.digest, art.path)
+        if verify:
+            from mirrorworld.ship.verify import verify_code
+
+            verify_code(art)
         with self._db(write=True) as db:
             clash = db.execute(
                 "SELECT manifest FROM artifacts WHERE world=? AND version=? AND content_hash<>? ORDER BY seq DESC",
@@ -224,11 +234,12 @@ class Store:
             ).fetchone()
             if clash is not None:
                 old = Manifest.from_json(clash[0].encode())
-                parts = ", ".join(differing_parts(old.parts, m.parts)) or "none listed"
+                parts = ", ".join(differing_parts(old.parts, m.parts)) or "its id"
                 raise StoreError(
                     f"{m.env_id} is published with content hash {old.content_hash}; this artifact's"
                     f" {m.content_hash} differs in {parts}: bump the world's version to publish it"
                 )
+            self.blobs.put(art.digest, art.data)
             known = db.execute("SELECT 1 FROM artifacts WHERE digest=?", (art.digest,)).fetchone()
             if known is None:
                 seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM artifacts").fetchone()[0])
@@ -259,45 +270,42 @@ class Store:
         return self._published(digest)
 
     def rollback(self, world: str, *, note: str = "") -> Published:
-        """Point ``world`` back at the artifact it resolved to before its current pin."""
+        """Point ``world`` back at the artifact it resolved to before its current pin.
+
+        The name's pins form a stack: a publish or a pin pushes, a rollback
+        pops. Publishing A, B, C and rolling back twice returns to A; a third
+        rollback is refused (nothing is older).
+        """
         world, ref = split_ref(world)
         if ref is not None:
             raise StoreError("rollback takes a world name, not a reference (pin moves a name to a reference)")
         with self._db(write=True) as db:
-            current = db.execute("SELECT digest FROM pins WHERE world=?", (world,)).fetchone()
-            if current is None:
+            stack = self._stack(db, world)
+            if not stack:
                 raise StoreError(f"nothing is published for {world} in {self.root}")
-            target = self._before(db, world, str(current[0]))
-            if target is None or target == current[0]:
+            if len(stack) < 2:
                 raise StoreError(f"{world} has no earlier pin to roll back to")
+            target = stack[-2]
             self._move(db, world, target, "rollback", note)
         return self._published(target)
 
     def previous(self, world: str) -> Artifact | None:
         """What ``world``'s name pointed at before its current pin (what ``rollback`` would restore), if anything."""
         with self._db() as db:
-            current = db.execute("SELECT digest FROM pins WHERE world=?", (world,)).fetchone()
-            target = None if current is None else self._before(db, world, str(current[0]))
-        return None if target is None else self.resolve(f"{world}@{target}")
+            stack = self._stack(db, world)
+        return None if len(stack) < 2 else self.resolve(f"{world}@{stack[-2]}")
 
     @staticmethod
-    def _before(db: sqlite3.Connection, world: str, current: str) -> str | None:
-        """What the name pointed at before it was last moved to ``current``.
-
-        A publish or pin is undone by going back to what it replaced; a
-        rollback's own move counts only when nothing else brought the name to
-        ``current`` (rolling back twice returns to where the first rollback started).
-        """
-        for clause in ("AND action<>'rollback'", ""):
-            row = db.execute(
-                "SELECT previous FROM history WHERE world=? AND digest=? AND previous IS NOT NULL "
-                + clause
-                + " ORDER BY id DESC LIMIT 1",
-                (world, current),
-            ).fetchone()
-            if row is not None:
-                return str(row[0])
-        return None
+    def _stack(db: sqlite3.Connection, world: str) -> list[str]:
+        """The name's pins as a stack, replayed from its history (publish and pin push, rollback pops)."""
+        stack: list[str] = []
+        for action, digest in db.execute("SELECT action, digest FROM history WHERE world=? ORDER BY id", (world,)):
+            if action == "rollback":
+                if stack:
+                    stack.pop()
+            elif not stack or stack[-1] != digest:
+                stack.append(str(digest))
+        return stack
 
     @staticmethod
     def _move(db: sqlite3.Connection, world: str, digest: str, action: str, note: str) -> None:
@@ -341,8 +349,8 @@ class Store:
             else:
                 rows = db.execute(
                     "SELECT digest, content_hash FROM artifacts WHERE world=?"
-                    " AND (substr(digest, 1, ?)=? OR content_hash=?) ORDER BY seq DESC",
-                    (world, len(which), which, which[:16]),
+                    " AND (substr(digest, 1, ?)=? OR (? <= 16 AND substr(content_hash, 1, ?)=?)) ORDER BY seq DESC",
+                    (world, len(which), which, len(which), len(which), which),
                 ).fetchall()
                 if not rows:
                     raise StoreError(f"no artifact of {world} has the digest or content hash {which}")
@@ -360,7 +368,14 @@ class Store:
             ).fetchone()
         if row is None:
             raise StoreError(f"no artifact {digest[:16]} in {self.root}")
-        return Published(digest, Manifest.from_json(row[0].encode()), int(row[1]), float(row[2]), bool(row[3]))
+        try:
+            manifest = Manifest.from_json(str(row[0]).encode())
+            size, at = int(row[1]), float(row[2])
+        except (TypeError, ValueError, OverflowError, MirrorworldError) as err:
+            raise StoreError(f"{self.root}: the catalogue's entry for {digest[:16]} is damaged ({err})") from None
+        if not (size >= 0 and math.isfinite(at)):
+            raise StoreError(f"{self.root}: the catalogue's entry for {digest[:16]} is damaged")
+        return Published(digest, manifest, size, at, bool(row[3]))
 
     def published(self, world: str | None = None) -> list[Published]:
         """Every published artifact (of ``world``), oldest first."""
@@ -376,7 +391,16 @@ class Store:
             rows = db.execute(
                 "SELECT action, digest, previous, at, note FROM history WHERE world=? ORDER BY id", (world,)
             ).fetchall()
-        return [{"action": a, "digest": d, "previous": p, "at": t, "note": n} for a, d, p, t, n in rows]
+        out = []
+        for a, d, p, t, n in rows:
+            try:
+                at = float(t)
+                if not math.isfinite(at) or abs(at) > 1e11:
+                    raise ValueError
+            except (TypeError, ValueError, OverflowError):
+                raise StoreError(f"{self.root}: the catalogue's history of {world} is damaged") from None
+            out.append({"action": str(a), "digest": str(d), "previous": p, "at": at, "note": str(n)})
+        return out
 
     def manifest_json(self, ref: str) -> dict[str, Any]:
         found = self._find(ref)
