@@ -219,7 +219,7 @@ def test_session_tokens_are_stored_as_hashes(store: ReviewStore) -> None:
 
 
 def _serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
-    monkeypatch.setattr("mirrorworld.review.app.serve", lambda app, host, port: None)
+    monkeypatch.setattr("mirrorworld.review.app.serve", lambda app, host, port, allowed_hosts=(): None)
     db = tmp_path / "review.sqlite"
     assert main(["serve", "--db", str(db), "--no-audit"]) == 0
     return db, capsys.readouterr().out
@@ -335,7 +335,7 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
 def test_a_foreign_file_is_refused_and_left_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str, command: str
 ) -> None:
-    monkeypatch.setattr("mirrorworld.review.app.serve", lambda app, host, port: None)
+    monkeypatch.setattr("mirrorworld.review.app.serve", lambda app, host, port, allowed_hosts=(): None)
     monkeypatch.setattr("sys.stdin", io.StringIO("a-long-password\n"))
     data = tmp_path / "data"
     data.mkdir()
@@ -417,3 +417,72 @@ def test_inert_and_error_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and err.count("\n") == 1
     assert "no\\x1b]0;owned\\x07here.sqlite" in err
+
+
+# -- ids too long for a row, the Host of a rebinding page, bounded request heads ------------
+
+
+def test_ids_too_long_for_a_row_are_404_not_a_server_error(store: ReviewStore, runs: list[Path]) -> None:
+    for p in runs:
+        store.add_run(p, audit=False)
+    c = ReviewerClient(TestClient(create_app(store), base_url=BASE))
+    assert c.sign_in("boss", "boss-password").status_code == 303
+    for ident in ("99999999999999999999", "9223372036854775808", "9" * 5000):
+        for method, path in (
+            ("GET", f"/item/{ident}"),
+            ("POST", f"/item/{ident}/review"),
+            ("POST", f"/reviewers/{ident}/pause"),
+            ("POST", f"/reviewers/{ident}/resume"),
+        ):
+            resp = c.http.request(method, path, data={"csrf": c.csrf}, follow_redirects=False)
+            assert resp.status_code == 404, (method, path[:40], resp.status_code)
+
+
+def test_a_rebinding_page_is_refused_by_host(store: ReviewStore) -> None:
+    from mirrorworld.review.app import HostGuard
+
+    guarded = TestClient(HostGuard(create_app(store)), base_url=BASE)
+    assert guarded.get("/login").status_code == 200
+    assert guarded.get("/login", headers={"host": "evil.example"}).status_code == 421
+    allowed = TestClient(HostGuard(create_app(store), ("review.team.internal",)), base_url=BASE)
+    assert allowed.get("/login", headers={"host": "review.team.internal"}).status_code == 200
+
+
+def test_review_serve_bounds_request_heads(tmp_path: Path, runs: list[Path]) -> None:
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "mirrorworld.review", "serve", "--db", str(tmp_path / "r.sqlite")),
+            *("--port", str(port), "--no-audit", *map(str, runs)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+            conn.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 200_000 + b"\r\n\r\n")
+            status = conn.recv(64)
+        assert status.startswith(b"HTTP/1.1 431"), status
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        assert proc.stderr is not None
+        log = proc.stderr.read()
+        proc.stderr.close()
+    assert b"Traceback" not in log

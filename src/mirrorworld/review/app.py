@@ -66,6 +66,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from jinja2 import DictLoader, Environment, StrictUndefined
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -645,21 +646,21 @@ def create_app(
         Route("/logout", page(app.logout, post=True), methods=["POST"]),
         Route("/queue", page(app.queue)),
         Route("/take", page(app.take, post=True), methods=["POST"]),
-        Route("/item/{item_id:int}", page(app.item_page)),
-        Route("/item/{item_id:int}/review", page(app.submit, post=True), methods=["POST"]),
-        Route("/item/{item_id:int}/adjudicate", page(app.adjudicate, post=True), methods=["POST"]),
-        Route("/item/{item_id:int}/gold", page(app.make_gold, post=True), methods=["POST"]),
+        Route("/item/{item_id:rowid}", page(app.item_page)),
+        Route("/item/{item_id:rowid}/review", page(app.submit, post=True), methods=["POST"]),
+        Route("/item/{item_id:rowid}/adjudicate", page(app.adjudicate, post=True), methods=["POST"]),
+        Route("/item/{item_id:rowid}/gold", page(app.make_gold, post=True), methods=["POST"]),
         Route("/stats", page(app.stats_page)),
         Route("/stats.json", page(app.stats_json)),
         Route("/drift", page(app.drift_page)),
         Route("/reviewers", page(app.reviewers_page, post=True), methods=["GET", "POST"]),
         Route(
-            "/reviewers/{reviewer_id:int}/pause",
+            "/reviewers/{reviewer_id:rowid}/pause",
             page(lambda r, i, f: app.set_paused(r, i, True, f), post=True),
             methods=["POST"],
         ),
         Route(
-            "/reviewers/{reviewer_id:int}/resume",
+            "/reviewers/{reviewer_id:rowid}/resume",
             page(lambda r, i, f: app.set_paused(r, i, False, f), post=True),
             methods=["POST"],
         ),
@@ -669,8 +670,78 @@ def create_app(
     return Starlette(routes=routes)
 
 
-def serve(app: Starlette, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Run the app with uvicorn until interrupted."""
+class _RowId(Convertor[int]):
+    """A path segment naming a row: 1 to 18 digits (a longer one is no row: 404, never an overflow)."""
+
+    regex = "[0-9]{1,18}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(int(value))
+
+
+register_url_convertor("rowid", _RowId())
+
+
+class HostGuard:
+    """Refuse a request whose ``Host`` is not this server's (DNS rebinding), as the session server does.
+
+    Loopback names and the address the connection arrived at are this
+    server's; ``allowed_hosts`` adds names (``"*"``: any). A refused request
+    gets ``421`` before the app sees it.
+    """
+
+    def __init__(self, app: Any, allowed_hosts: tuple[str, ...] = ()) -> None:
+        from mirrorworld.server.admission import Admission
+        from mirrorworld.server.config import ServerConfig
+
+        self.app = app
+        self.admission = Admission(ServerConfig(allowed_hosts=allowed_hosts or None, allowed_origins=("*",)))
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            from mirrorworld.server.admission import read_head
+
+            refusal = self.admission.refusal(scope, read_head(scope.get("headers", ())))
+            if refusal is not None:
+                body = f"{refusal.status}: {refusal.message}".encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": refusal.status,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def serve(app: Starlette, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: tuple[str, ...] = ()) -> None:
+    """Run the app with uvicorn until interrupted.
+
+    Requests go through :class:`HostGuard`, and the server's own HTTP protocol
+    (:mod:`mirrorworld.server.protocols`: request heads bounded in bytes,
+    line length and time) serves them.
+    """
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", ws="none", lifespan="off")
+    from mirrorworld.server.config import ServerConfig
+    from mirrorworld.server.protocols import http_protocol
+
+    config = ServerConfig(host=host, port=port)
+    uvicorn.run(
+        HostGuard(app, allowed_hosts),
+        host=host,
+        port=port,
+        log_level="warning",
+        ws="none",
+        lifespan="off",
+        http=http_protocol(config),
+        h11_max_incomplete_event_size=config.max_head_bytes,
+    )

@@ -82,6 +82,13 @@ def register(sub: Any) -> dict[str, Any]:
     s.add_argument("--no-audit", action="store_true", help="skip audit-run flags (no over-sampling of flagged runs)")
     s.add_argument("--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)")
     s.add_argument(
+        "--allowed-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a host name reviewers reach the app by, beside loopback and the bound address (repeat; * for any)",
+    )
+    s.add_argument(
         "--allow-incomparable",
         action="store_true",
         help="pool runs of world builds whose score parts differ (warned, not refused)",
@@ -179,7 +186,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         secure_cookies=args.secure_cookies,
         stats_options=StatsOptions(allow_incomparable=args.allow_incomparable),
     )
-    serve(app, host=args.host, port=args.port)
+    serve(app, args.host, args.port, tuple(args.allowed_host or ()))
     return 0
 
 
