@@ -487,3 +487,35 @@ def test_no_value_raises_out_of_session_call(data: st.DataObject) -> None:
         result = session.call(tool, args)
         assert isinstance(result, ToolResult)
         json.dumps(result.error)
+
+
+def test_non_finite_numbers_and_repeated_indexes_are_refused(tmp_path: Path) -> None:
+    import sqlite3 as _sqlite3
+
+    from mirrorworld.cli import main as cli_main
+
+    good = tmp_path / "good.sqlite"
+    assert cli_main(["run", "--episodes", "3", "--out", str(good), "--no-progress", "--json"]) == 0
+    cases = {
+        "inf.sqlite": "UPDATE episodes SET score=9e999, reward=-9e999 WHERE idx=1",
+        "passed.sqlite": "UPDATE episodes SET passed=2 WHERE idx=1",
+        "steps.sqlite": "UPDATE episodes SET steps=-4 WHERE idx=1",
+    }
+    for name, sql in cases.items():
+        path = tmp_path / name
+        path.write_bytes(good.read_bytes())
+        conn = _sqlite3.connect(path)
+        conn.execute(sql)
+        conn.commit()
+        conn.close()
+    dup = tmp_path / "dup.sqlite"
+    dup.write_bytes(good.read_bytes())
+    conn = _sqlite3.connect(dup)
+    conn.executescript(
+        "CREATE TABLE e2 AS SELECT * FROM episodes; DROP TABLE episodes; "
+        "CREATE TABLE episodes AS SELECT * FROM e2 UNION ALL SELECT * FROM e2; DROP TABLE e2;"
+    )
+    conn.close()
+    for path in [tmp_path / n for n in cases] + [dup]:
+        for argv in (["show", str(path)], ["show", str(path), "--json"], ["audit-run", str(path)]):
+            assert cli_main(argv) == 2, (path.name, argv)

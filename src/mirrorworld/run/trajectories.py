@@ -38,6 +38,7 @@ hang or a disk filled with temporary files.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import fields
@@ -164,6 +165,14 @@ class RunFile:
             raise RunFileError(f"{path} is not a {FORMAT} run file (its episodes table lacks columns)")
         selected = [("idx" if c == "index" else c) if c in present or c == "index" else "NULL" for c in _COLUMNS]
         self._select = ",".join(selected)
+        try:
+            counts = next(self._rows("SELECT COUNT(*), COUNT(DISTINCT idx) FROM episodes"))
+        except RunFileError:
+            conn.close()
+            raise
+        if counts[0] != counts[1]:
+            conn.close()
+            raise RunFileError(f"{path}: its episodes repeat an index (a run file holds each episode once)")
 
     @classmethod
     def create(cls, path: str | Path, meta: dict[str, Any]) -> RunFile:
@@ -289,6 +298,11 @@ class RunFile:
         for call in values["calls"]:
             if not isinstance(call.get("tool"), str) or not isinstance(call.get("args"), (dict, type(None))):
                 raise RunFileError(f"{where}: calls holds a call without a tool name and its arguments")
+        for name in ("score", "reward", "seconds"):
+            if not math.isfinite(values[name]):
+                raise RunFileError(f"{where}: {name} is not a finite number")
+        if values["passed"] not in (0, 1) or values["steps"] < 0 or values["trial"] < 0 or values["seconds"] < 0:
+            raise RunFileError(f"{where}: passed, steps, trial or seconds is out of range")
         values["passed"] = bool(values["passed"])
         values["failure"] = None if values["failure"] is None else Failure.from_dict(values["failure"])
         try:

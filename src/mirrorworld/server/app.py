@@ -605,6 +605,8 @@ def ws_handle(manager: SessionManager, raw: str | bytes, client: str, owned: set
             data = live.info()
         elif op == "ping":
             data = {"pong": True}
+        elif op not in _SESSION_OPS:
+            raise ApiError(400, "invalid_request", f"unknown op {inert(op, 40)!r}")
         else:
             sid = _sid(msg.pop("session_id", None))
             if op == "reset":
@@ -639,6 +641,10 @@ def _own(live: LiveSession, owned: set[str]) -> None:
     """Make ``live`` the connection's: it never expires while the connection is open, and closes with it."""
     owned.add(live.id)
     live.attached.add(_WS_OWNER)
+
+
+_SESSION_OPS = frozenset({"reset", "state", "verdict", "info", "fork", "close"})
+"""The ``/v1/ws`` ops that act on a session (they need a ``session_id``)."""
 
 
 def _ws_error(rid: Any, err: ApiError) -> bytes:
