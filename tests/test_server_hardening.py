@@ -509,3 +509,92 @@ def test_without_httptools_h11_bounds_the_head_and_its_time() -> None:
         server.should_exit = True
         thread.join(15)
         sock.close()
+
+
+# -- 7. pipelining, ping floods and slow bodies -------------------------------------------
+
+
+def test_pipelined_requests_to_a_slow_reader_hold_bounded_memory(child: Served) -> None:
+    """50 MB of pipelined requests, read slowly, then a hang-up: memory stays bounded and nothing is logged."""
+    before = child.rss_kib()
+    burst = head("/health") * 2000
+    with socket.create_connection(("127.0.0.1", child.port), timeout=10) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(0.05)
+        sent = 0
+        deadline = time.monotonic() + 5
+        while sent < 50_000_000 and time.monotonic() < deadline:  # tries to send 50 MB in 5 s
+            try:
+                sent += s.send(burst)
+            except TimeoutError:
+                with contextlib.suppress(TimeoutError):
+                    s.recv(4096)  # read slowly
+        during = child.rss_kib()
+    time.sleep(1)
+    print(f"\nserver RSS: before {before} KiB, after {sent} bytes pipelined {during} KiB")
+    assert sent < 50_000_000 and during - before < 64 * 1024  # the server stopped reading
+    with socket.create_connection(("127.0.0.1", child.port), timeout=10) as s:  # a hang-up with answers pending
+        s.sendall(head("/v1/worlds") * 5000)
+    with socket.create_connection(("127.0.0.1", child.port), timeout=10) as s:
+        s.sendall(head("/health", "Connection: close"))
+        assert read_all(s).startswith(b"HTTP/1.1 200")
+    time.sleep(0.5)
+    no_tracebacks(child.text())
+
+
+def test_a_websocket_ping_flood_that_is_never_read_holds_bounded_memory(child: Served) -> None:
+    """Pings sent to a client that reads nothing: the server stops reading instead of queueing the pongs."""
+    before = child.rss_kib()
+    ping = bytes([0x89, 0xFD, 0x00, 0x7D]) + b"\x00\x00\x00\x00" + b"p" * 125  # masked ping, 125 bytes
+    with socket.create_connection(("127.0.0.1", child.port), timeout=10) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(
+            head(
+                "/v1/ws",
+                "Upgrade: websocket",
+                "Connection: Upgrade",
+                "Sec-WebSocket-Version: 13",
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            )
+        )
+        s.settimeout(0.5)
+        sent = 0
+        with contextlib.suppress(TimeoutError, OSError):
+            while sent < 50_000_000:
+                sent += s.send(ping * 1000)
+        during = child.rss_kib()
+    time.sleep(0.5)
+    print(f"\nserver RSS: before {before} KiB, after {sent} bytes of pings never read {during} KiB")
+    assert sent < 50_000_000  # the server stopped reading
+    assert during - before < 64 * 1024
+    no_tracebacks(child.text())
+
+
+def test_a_body_that_does_not_arrive_is_timed_out(tmp_path: Path) -> None:
+    """Slow body: a complete head and one byte of a 1000-byte body is answered 408 within the body timeout."""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("runs the server in a child process")
+    with served(tmp_path, body_timeout_s=1.0) as s:
+        conns = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(20)]
+        started = time.monotonic()
+        try:
+            for c in conns:
+                c.sendall(head("/v1/sessions", *_JSON_POST, method="POST") + b"{")
+            for c in conns:
+                assert read_all(c).startswith(b"HTTP/1.1 408")
+            assert time.monotonic() - started < 8
+        finally:
+            for c in conns:
+                c.close()
+        with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:  # a body in time is served
+            c.sendall(head("/v1/sessions", "Content-Type: application/json", "Content-Length: 2", method="POST"))
+            time.sleep(0.3)
+            c.sendall(b"{}")
+            assert response(c).startswith(b"HTTP/1.1 20")
+        time.sleep(0.5)
+        no_tracebacks(s.text())
+
+
+def test_the_body_timeout_is_checked() -> None:
+    with pytest.raises(MirrorworldError, match="body_timeout_s"):
+        ServerConfig(body_timeout_s=0).checked()

@@ -15,7 +15,7 @@ before a server starts. The rules it enforces:
   per client (by default a quarter of ``max_sessions`` off loopback, see
   :meth:`ServerConfig.sessions_per_client`), ``max_body_bytes`` per HTTP body
   or WebSocket message, ``max_head_bytes`` per request head, received within
-  ``head_timeout_s``; ``max_steps_limit`` on any episode's ``max_steps``.
+  ``head_timeout_s``, and its body within ``body_timeout_s``; ``max_steps_limit`` on any episode's ``max_steps``.
   A *client* is the peer's IP address: on loopback every local process is
   the same client.
 * **step rate** — ``step_rate`` tool calls per second per client (a token
@@ -79,6 +79,8 @@ class ServerConfig:
     """Largest HTTP request head (request line and headers), in bytes; one line may take at most 16 KiB of it."""
     head_timeout_s: float = 10.0
     """Seconds a connection has to send a whole request head (from connecting, or from a head's first byte)."""
+    body_timeout_s: float = 30.0
+    """Seconds a request has to send its whole body once its head is complete (else ``408``, connection closed)."""
     allowed_hosts: tuple[str, ...] | None = None
     """Host names a request may address (``*``: any). None: loopback names only without a token, any with one."""
     allowed_origins: tuple[str, ...] = ()
@@ -133,6 +135,8 @@ class ServerConfig:
             raise MirrorworldError("max_head_bytes must be at least 1024")
         if not cfg.head_timeout_s > 0:
             raise MirrorworldError("head_timeout_s must be positive")
+        if not cfg.body_timeout_s > 0:
+            raise MirrorworldError("body_timeout_s must be positive")
         for host in cfg.allowed_hosts or ():
             if not isinstance(host, str) or not _HOST.fullmatch(host):
                 raise MirrorworldError(f"allowed host {str(host)[:80]!r} is not a host name (or *)")

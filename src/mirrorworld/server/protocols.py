@@ -21,6 +21,13 @@ runs:
   connecting; otherwise the answer is ``408`` and the connection is closed.
   Between requests, uvicorn's keep-alive timeout applies as before.
 
+* **body** — a body must be complete ``body_timeout_s`` after its head
+  (``408`` if no answer has begun, and the connection is closed).
+* **pipelining** — with httptools, a read is parsed 4 KiB at a time and parsing
+  stops while a request is queued behind the one in progress (the rest of the
+  read waits, reading paused), so a client that pipelines without reading holds
+  a bounded amount; once a connection is closed, nothing more is written to it.
+
 Refusals are JSON errors like the app's (``{"error": {code, message}}``), with
 one access-log line each and nothing else; with httptools a malformed head is
 a ``400`` the same way, without uvicorn's warning. A refusal cannot interleave
@@ -37,6 +44,7 @@ refuses such a message itself.)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http
 from typing import Any
 
@@ -47,6 +55,34 @@ __all__ = ["MAX_LINE_BYTES", "http_protocol", "ws_protocol"]
 
 MAX_LINE_BYTES = 16 * 1024
 """The longest request line or header line (name and value) a head may hold."""
+
+
+PIPELINE_SLICE = 4096
+"""With httptools, the bytes of one read are parsed this many at a time, so that parsing stops soon after a
+request is queued behind the one in progress (what one slice can hold is the most a connection queues)."""
+
+WS_WRITE_BUFFER = 256 * 1024
+"""Pending output (pongs and close frames the peer is not reading) past which a WebSocket stops being read."""
+
+
+class _GuardedTransport:
+    """A transport that drops what is written once it is closing, instead of raising (uvloop) or warning."""
+
+    __slots__ = ("_transport",)
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def writelines(self, lines: Any) -> None:
+        if not self._transport.is_closing():
+            self._transport.writelines(lines)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class _HeadGuard:
@@ -61,7 +97,10 @@ class _HeadGuard:
     transport: asyncio.Transport
     client: tuple[str, int] | None
     cycle: Any
+    flow: Any
     _head_timer: asyncio.TimerHandle | None = None
+    _body_timer: asyncio.TimerHandle | None = None
+    body_timeout_s = 30.0
 
     def _arm(self) -> None:
         if self._head_timer is None:
@@ -74,20 +113,62 @@ class _HeadGuard:
 
     def _head_timed_out(self) -> None:
         self._head_timer = None
+        if self.flow is not None and self.flow.read_paused and not self.transport.is_closing():
+            self._arm()  # the server holds the head back (pipelining): not the client
+            return
         self._refuse(408, "request_timeout", f"the request head did not arrive within {self.head_timeout_s:g} s")
 
-    def _refuse(self, status: int, code: str, message: str) -> None:
-        """Answer ``status`` with a JSON error (unless an answer is being written) and close the connection."""
-        self._disarm()
+    def _arm_body(self) -> None:
+        if self._body_timer is None:
+            self._body_timer = self.loop.call_later(self.body_timeout_s, self._body_timed_out)
+
+    def _disarm_body(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_timed_out(self) -> None:
+        self._body_timer = None
         if self.transport.is_closing():
             return
-        if self.cycle is None or self.cycle.response_complete:
-            body = dumps({"error": {"code": code, "message": message}})
+        if self.flow is not None and self.flow.read_paused:
+            self._arm_body()  # the server holds the body back (pipelining, or the app reads slowly): not the client
+            return
+        self._refuse(
+            408, "request_timeout", f"the request body did not arrive within {self.body_timeout_s:g} s", body=True
+        )
+
+    def _cycles(self) -> list[Any]:
+        """Every request/response cycle of this connection that may still run (subclasses add queued ones)."""
+        return [self.cycle] if self.cycle is not None else []
+
+    def _abandon(self) -> None:
+        """Mark every cycle disconnected, so that no answer is written to the closed transport."""
+        for cycle in self._cycles():
+            cycle.disconnected = True
+            cycle.message_event.set()
+
+    def _open(self, transport: asyncio.Transport, connection_made: Any) -> None:
+        connection_made(_GuardedTransport(transport))
+        self._arm()
+
+    def _refuse(self, status: int, code: str, message: str, body: bool = False) -> None:
+        """Answer ``status`` with a JSON error (unless an answer is being written) and close the connection.
+
+        ``body``: the refusal is of the body of the request in progress (no answer to it may have begun).
+        """
+        self._disarm()
+        self._disarm_body()
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or self.cycle.response_complete or (body and not self.cycle.response_started):
+            payload = dumps({"error": {"code": code, "message": message}})
             head = (
                 f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\n"
-                f"content-type: application/json\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+                f"content-type: application/json\r\ncontent-length: {len(payload)}\r\nconnection: close\r\n\r\n"
             )
-            self.transport.write(head.encode("ascii") + body)
+            self.transport.write(head.encode("ascii") + payload)
+        self._abandon()
         self.transport.close()
         if self.log_refusals:
             peer = inert(self.client[0]) if self.client else "unknown"
@@ -96,7 +177,19 @@ class _HeadGuard:
 
 def _httptools_protocol(config: ServerConfig) -> type[asyncio.Protocol]:
     import httptools
+    from uvicorn.protocols.http.flow_control import FlowControl
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class HeldFlow(FlowControl):
+        """uvicorn's flow control, except that reading stays paused while the protocol holds a backlog."""
+
+        def __init__(self, transport: asyncio.Transport, owner: BoundedHttpToolsProtocol) -> None:
+            super().__init__(transport)
+            self._owner = owner
+
+        def resume_reading(self) -> None:
+            if not self._owner._backlog:
+                super().resume_reading()
 
     line_limit = min(MAX_LINE_BYTES, config.max_head_bytes)
 
@@ -108,26 +201,69 @@ def _httptools_protocol(config: ServerConfig) -> type[asyncio.Protocol]:
 
         max_head_bytes = config.max_head_bytes
         head_timeout_s = config.head_timeout_s
+        body_timeout_s = config.body_timeout_s
         log_refusals = config.access_log
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._head_open = False  # between a head's first byte and its end
             self._head_bytes = 0  # bytes received while it is open (after the read it began in)
-            self._began = False  # a head began in the read being parsed
+            self._began = False  # a head began in the slice being parsed
             self._parsed = 0  # bytes of the head's lines parsed so far
             self._refusal: tuple[int, str, str] | None = None
+            self._backlog = b""  # bytes received but not parsed while a request is queued
+            self._active: Any = None  # the cycle whose app task runs (self.cycle is the last one parsed)
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
+            self._open(transport, super().connection_made)
+            self.flow = HeldFlow(self.transport, self)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            self._disarm_body()
+            self._abandon()
+            self._backlog = b""
             super().connection_lost(exc)
+            self.pipeline.clear()
+
+        def _cycles(self) -> list[Any]:
+            cycles = [cycle for cycle, _ in self.pipeline]
+            cycles += [c for c in (self._active, self.cycle) if c is not None]
+            return cycles
+
+        def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+            self._active = cycle
+            super()._start_asgi_task(cycle, app)
 
         def data_received(self, data: bytes) -> None:
+            if self._backlog:
+                self._backlog += data
+                self.flow.pause_reading()
+                return
+            self._feed(data)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._backlog and not self.transport.is_closing():
+                data, self._backlog = self._backlog, b""
+                self._feed(data)
+                if not self._backlog and not self.pipeline:
+                    self.flow.resume_reading()
+
+        def _feed(self, data: bytes) -> None:
+            """Parse ``data`` a slice at a time; what is left when a request is queued waits in ``_backlog``."""
             self._unset_keepalive_if_required()
+            view = memoryview(data)
+            for start in range(0, len(data), PIPELINE_SLICE):
+                if self.pipeline:
+                    self._backlog = bytes(view[start:])
+                    self.flow.pause_reading()
+                    return
+                if not self._feed_slice(view[start : start + PIPELINE_SLICE]) or self.parser is None:
+                    return
+
+        def _feed_slice(self, data: memoryview) -> bool:
+            """Parse one slice: False if the connection was upgraded or refused."""
             self._began = False
             try:
                 self.parser.feed_data(data)
@@ -136,17 +272,18 @@ def _httptools_protocol(config: ServerConfig) -> type[asyncio.Protocol]:
                     self.handle_websocket_upgrade()
                 else:
                     self._unsupported_upgrade_warning()
-                return
+                return False
             except httptools.HttpParserError:
                 self._refuse(*(self._refusal or (400, "invalid_request", "the request is not valid HTTP/1.1")))
-                return
+                return False
             if self._head_open:
                 if not self._began:
                     self._head_bytes += len(data)
                 if self._head_bytes > self.max_head_bytes:
                     self._refuse(431, "header_too_large", f"the request head is over {self.max_head_bytes} bytes")
-                    return
+                    return False
                 self._arm()
+            return not self.transport.is_closing()
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
@@ -176,6 +313,11 @@ def _httptools_protocol(config: ServerConfig) -> type[asyncio.Protocol]:
             self._head_open = False
             self._disarm()
             super().on_headers_complete()
+            self._arm_body()
+
+        def on_message_complete(self) -> None:
+            self._disarm_body()
+            super().on_message_complete()
 
     return BoundedHttpToolsProtocol
 
@@ -189,22 +331,28 @@ def _h11_protocol(config: ServerConfig) -> type[asyncio.Protocol]:
 
         max_head_bytes = config.max_head_bytes
         head_timeout_s = config.head_timeout_s
+        body_timeout_s = config.body_timeout_s
         log_refusals = config.access_log
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
+            self._open(transport, super().connection_made)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            self._disarm_body()
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            closing = self.transport.is_closing()
+            if self.conn.their_state is h11.IDLE and not closing:
                 self._arm()  # a head has begun and is not complete
             else:
                 self._disarm()
+            if self.conn.their_state is h11.SEND_BODY and not closing:
+                self._arm_body()
+            else:
+                self._disarm_body()
 
     return DeadlineH11Protocol
 
@@ -217,6 +365,10 @@ def http_protocol(config: ServerConfig) -> type[asyncio.Protocol]:
         return _h11_protocol(config)
 
 
+def _suppress_errors() -> contextlib.AbstractContextManager[None]:
+    return contextlib.suppress(AttributeError, NotImplementedError, ValueError)
+
+
 def ws_protocol(config: ServerConfig) -> type[asyncio.Protocol] | str:
     """The WebSocket protocol to give uvicorn (``ws=``): see the module docstring (``"auto"`` without websockets)."""
     try:
@@ -225,7 +377,36 @@ def ws_protocol(config: ServerConfig) -> type[asyncio.Protocol] | str:
         return "auto"
 
     class Utf8CheckedWebSocketsProtocol(WebSocketsSansIOProtocol):
-        """uvicorn's websockets protocol; a text message that is not UTF-8 closes the connection with 1007."""
+        """uvicorn's websockets protocol; a text message that is not UTF-8 closes the connection with 1007.
+
+        And a peer that does not read what it is sent (pongs to its pings, say) is not read either while
+        more than ``WS_WRITE_BUFFER`` bytes wait to be sent to it.
+        """
+
+        _backpressured = False
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            with _suppress_errors():
+                transport.set_write_buffer_limits(high=WS_WRITE_BUFFER)
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if not self._backpressured and not self.transport.is_closing():
+                self._backpressured = True
+                self.transport.pause_reading()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self._backpressured:
+                self._backpressured = False
+                if not self.read_paused and not self.transport.is_closing():
+                    self.transport.resume_reading()
+
+        async def receive(self) -> Any:
+            if self._backpressured and self.read_paused and self.queue.empty():
+                self.read_paused = False  # reading resumes when the peer has read its backlog (resume_writing)
+            return await super().receive()
 
         def send_receive_event_to_app(self) -> None:
             if self.curr_msg_data_type == "text" and not self.close_sent:
