@@ -393,8 +393,9 @@ def image_config(
 
 def default_cache_dir() -> Path:
     """``$MIRRORWORLD_CACHE/image``, else ``~/.cache/mirrorworld/image``."""
-    root = os.environ.get("MIRRORWORLD_CACHE") or str(Path.home() / ".cache" / "mirrorworld")
-    return Path(root) / "image"
+    from mirrorworld.cache import cache_root
+
+    return cache_root("image")
 
 
 class _Cache:

@@ -19,10 +19,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mirrorworld.cache import cache_root
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.ship.artifact import Artifact
 from mirrorworld.ship.manifest import differing_parts
@@ -38,23 +39,21 @@ ENV_PARTS = "MIRRORWORLD_ARTIFACT_PARTS"
 
 def same_code(world: Any, art: Artifact) -> list[str]:
     """The score parts (but ``build``) in which ``world`` differs from the artifact's world; empty when the same."""
-    mine = {k: v for k, v in world.score_parts().items() if k != "build"}
-    theirs = {k: v for k, v in art.manifest.parts.items() if k != "build"}
-    differ = differing_parts(mine, theirs)
+    differ = differing_parts(_code_parts(world.score_parts()), _code_parts(art.manifest.parts))
     if world.id != art.manifest.env_id:
         differ.insert(0, "world id")
     return differ
+
+
+def _code_parts(parts: Mapping[str, str]) -> dict[str, str]:
+    """The score parts that code decides: every one but ``build`` (the data seed and scale a run chooses)."""
+    return {k: v for k, v in parts.items() if k != "build"}
 
 
 def resolve(ref: str, store: str | Path | None = None) -> tuple[str, Artifact]:
     """``(world name, artifact)`` for ``name@ref`` (or a bare name: its current pin)."""
     name, _ = split_ref(ref)
     return name, Store(store).resolve(ref)
-
-
-def _cache() -> Path:
-    cache = os.environ.get("MIRRORWORLD_CACHE") or str(Path.home() / ".cache" / "mirrorworld")
-    return Path(cache) / "artifacts"
 
 
 def reexec(art: Artifact, argv: Sequence[str], world: str) -> int:
@@ -66,7 +65,7 @@ def reexec(art: Artifact, argv: Sequence[str], world: str) -> int:
     """
     if os.environ.get(ENV_DIGEST):
         raise MirrorworldError("this run already runs an artifact; it cannot start another (name the world plainly)")
-    root = art.extract(_cache())
+    root = art.extract(cache_root("artifacts"))
     out: list[str] = []
     args = list(argv)
     i = 0
@@ -85,7 +84,7 @@ def reexec(art: Artifact, argv: Sequence[str], world: str) -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
     env[ENV_DIGEST] = art.digest
-    env[ENV_PARTS] = json.dumps({k: v for k, v in art.manifest.parts.items() if k != "build"}, sort_keys=True)
+    env[ENV_PARTS] = json.dumps(_code_parts(art.manifest.parts), sort_keys=True)
     return subprocess.run([sys.executable, "-m", "mirrorworld", *out], env=env, check=False).returncode
 
 
@@ -108,8 +107,7 @@ def check_child(world: Any) -> str | None:
         expected = json.loads(os.environ.get(ENV_PARTS, ""))
     except ValueError:
         raise MirrorworldError("the artifact's parts were not handed to this run") from None
-    mine = {k: v for k, v in world.score_parts().items() if k != "build"}
-    differ = differing_parts(mine, expected)
+    differ = differing_parts(_code_parts(world.score_parts()), expected)
     if differ:
         raise MirrorworldError(
             f"the artifact's code does not give the parts it was packed with (it differs in {', '.join(differ)})"

@@ -159,8 +159,9 @@ def default_store_path() -> Path:
     explicit = os.environ.get("MIRRORWORLD_STORE")
     if explicit:
         return Path(explicit)
-    cache = os.environ.get("MIRRORWORLD_CACHE") or str(Path.home() / ".cache" / "mirrorworld")
-    return Path(cache) / "store"
+    from mirrorworld.cache import cache_root
+
+    return cache_root("store")
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:

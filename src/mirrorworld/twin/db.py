@@ -41,8 +41,9 @@ BUILD_TIMEOUT = 1800
 
 def cache_dir() -> Path:
     """Where twin databases are cached."""
-    root = os.environ.get("MIRRORWORLD_CACHE") or str(Path.home() / ".cache" / "mirrorworld")
-    return Path(root) / "twin"
+    from mirrorworld.cache import cache_root
+
+    return cache_root("twin")
 
 
 def _modules_key() -> str:
