@@ -39,7 +39,7 @@ from mirrorworld.core import state as _state
 from mirrorworld.core.codec import MAX_ARGS_CHARS, encode, jsonable, parse_args
 from mirrorworld.core.state import Row, RowChange
 from mirrorworld.core.store import Clone, RowKey
-from mirrorworld.core.tools import ToolKind, ToolSpec, show_input
+from mirrorworld.core.tools import Surface, ToolKind, ToolSpec, show_input
 from mirrorworld.errors import SessionClosedError, ToolError, WorldError
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from mirrorworld.core.task import Task
     from mirrorworld.core.world import World
 
-__all__ = ["MAX_ARGS_CHARS", "Event", "RowChange", "Session", "ToolContext", "ToolResult", "Violation"]
+__all__ = ["MAX_ARGS_CHARS", "Event", "Presented", "RowChange", "Session", "ToolContext", "ToolResult", "Violation"]
 
 CLOCK_STEP = timedelta(minutes=1)
 """Simulated time that passes with each committed write."""
@@ -79,6 +79,15 @@ class ToolResult:
         return encode(self.data if self.ok else {"error": self.error})
 
 
+@dataclass(frozen=True, slots=True)
+class Presented:
+    """A call as a drifted surface presented it: the tool and arguments sent, the error shown (None: none)."""
+
+    tool: str
+    args: dict[str, Any] | None
+    error: dict[str, Any] | None = None
+
+
 @dataclass(slots=True)
 class Event:
     """One tool call as it happened (treat as read-only)."""
@@ -95,6 +104,10 @@ class Event:
     """The party that made the call in a world with seats (None: a single agent, who plays no seat)."""
     data: Any = None
     """What a successful call returned: what its caller was shown (the verifier reads it, never changes it)."""
+    presented: Presented | None = None
+    """The call as its caller made and saw it, when a drifted surface presents ``tool`` under another
+    name, signature or error codes (``ToolSpec.surface``); None when the call ran as sent. ``tool``,
+    ``args`` and ``error`` are the base world's (what rules, guards and claims read)."""
 
     def signature(self) -> str:
         """Tool and canonical arguments: equal for repeated identical calls."""
@@ -146,6 +159,10 @@ class ToolContext:
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self.db.execute(sql, params)
+
+    def param(self, name: str) -> Any:
+        """The world's business-rule parameter ``name`` (``World.parameters``): the figure a tool enforces."""
+        return self.session.world.parameters[name]
 
     @property
     def role(self) -> str | None:
@@ -340,6 +357,9 @@ class Session:
             kwargs = spec.validate(parsed)
         except ToolError as err:
             return self._fail(step, name, spec.kind, None, err)
+        surface = spec.surface
+        if surface is not None:
+            return self._call_presented(step, spec, surface, kwargs)
         image = self.image
         self._pin(release_db=True)
         try:
@@ -350,21 +370,55 @@ class Session:
             self._pins -= 1
             self._used = next(image.clock)
 
-    def _run_read(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
+    def _call_presented(self, step: int, spec: ToolSpec, surface: Surface, kwargs: dict[str, Any]) -> ToolResult:
+        """A call to a tool a drifted surface presents: run the inner tool, record both, rename its error codes."""
+        presented = Presented(spec.name, jsonable(kwargs))
+        inner = surface.inner
+        try:
+            inner_kwargs = surface.inward(kwargs)
+        except ToolError as err:
+            return self._fail(step, inner.name, inner.kind, None, err, presented, surface)
+        image = self.image
+        self._pin(release_db=True)
+        try:
+            if inner.kind == "read":
+                return self._run_read(step, inner, inner_kwargs, surface, presented)
+            return self._run_write(step, inner, inner_kwargs, surface, presented)
+        finally:
+            self._pins -= 1
+            self._used = next(image.clock)
+
+    def _run_read(
+        self,
+        step: int,
+        spec: ToolSpec,
+        kwargs: dict[str, Any],
+        surface: Surface | None = None,
+        presented: Presented | None = None,
+    ) -> ToolResult:
         ctx = ToolContext(self)
         view, viewed = self.view, self.viewed
         try:
             data = spec.func(ctx, **kwargs)
         except ToolError as err:
             self.view, self.viewed = view, viewed
-            return self._fail(step, spec.name, spec.kind, kwargs, err)
+            return self._fail(step, spec.name, spec.kind, kwargs, err, presented, surface)
         except BaseException:
             self.view, self.viewed = view, viewed
             raise
-        self.events.append(Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, role=self.role, data=data))
+        self.events.append(
+            Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, role=self.role, data=data, presented=presented)
+        )
         return ToolResult(True, data)
 
-    def _run_write(self, step: int, spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
+    def _run_write(
+        self,
+        step: int,
+        spec: ToolSpec,
+        kwargs: dict[str, Any],
+        surface: Surface | None = None,
+        presented: Presented | None = None,
+    ) -> ToolResult:
         written = self._written
         if written:  # rows written outside ``call`` (setup, a fork's replay, a grader): not this call's
             self._absorb()
@@ -376,7 +430,7 @@ class Session:
         except ToolError as err:
             self._undo_call()
             self.view, self.viewed = saved_view
-            return self._fail(step, spec.name, spec.kind, kwargs, err)
+            return self._fail(step, spec.name, spec.kind, kwargs, err, presented, surface)
         except BaseException:
             self._undo_call()
             self.view, self.viewed = saved_view
@@ -390,7 +444,17 @@ class Session:
             self._changed = True
         self.events.append(
             Event(
-                step, spec.name, spec.kind, jsonable(kwargs), True, None, rows, tuple(ctx._violations), self.role, data
+                step,
+                spec.name,
+                spec.kind,
+                jsonable(kwargs),
+                True,
+                None,
+                rows,
+                tuple(ctx._violations),
+                self.role,
+                data,
+                presented,
             )
         )
         return ToolResult(True, data, done=self.done)
@@ -417,12 +481,25 @@ class Session:
         return rows
 
     def _fail(
-        self, step: int, name: str, kind: ToolKind | None, kwargs: dict[str, Any] | None, err: ToolError
+        self,
+        step: int,
+        name: str,
+        kind: ToolKind | None,
+        kwargs: dict[str, Any] | None,
+        err: ToolError,
+        presented: Presented | None = None,
+        surface: Surface | None = None,
     ) -> ToolResult:
         error = err.as_dict()
         args = jsonable(kwargs) if kwargs is not None else None
-        self.events.append(Event(step, name, kind, args, False, error, role=self.role))
-        return ToolResult(False, error=error, done=self.done)
+        if presented is not None and surface is not None:
+            shown = surface.error(err).as_dict()
+            presented = Presented(presented.tool, presented.args, shown)
+            error_seen = shown
+        else:
+            error_seen = error
+        self.events.append(Event(step, name, kind, args, False, error, role=self.role, presented=presented))
+        return ToolResult(False, error=error_seen, done=self.done)
 
     def _show(self, ref: str, summary: str) -> None:
         self.view = summary

@@ -24,15 +24,17 @@ way it is, canaries); it never reaches an observation.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from mirrorworld.errors import TaskRefError
+from mirrorworld.errors import TaskError, TaskRefError
 
 if TYPE_CHECKING:
     from mirrorworld.core.store import Image
@@ -259,6 +261,30 @@ class TaskFamily(ABC):
     and a work order asks for a report, so every family needs one unless it
     says otherwise, giving the policy's reason in its docstring.
     """
+
+    parameters: Mapping[str, Any] = {}
+    """The world's business-rule parameters (``World.parameters``), bound by the world that declares the family.
+
+    A family whose tasks depend on a rule's figure (an approval threshold, a
+    priority floor) reads it here, never from a module constant, so a world
+    derived with another figure (:mod:`mirrorworld.drift`) generates tasks and
+    gold solutions that follow it.
+    """
+
+    def bind(self, parameters: Mapping[str, Any]) -> TaskFamily:
+        """This family reading ``parameters`` (itself when they are already its own, else a copy)."""
+        if parameters == self.parameters:
+            return self
+        bound = copy.copy(self)
+        bound.parameters = parameters
+        return bound
+
+    def param(self, name: str) -> Any:
+        """The business-rule parameter ``name`` of the world this family is bound to."""
+        try:
+            return self.parameters[name]
+        except KeyError:
+            raise TaskError(f"task family {self.name} needs parameter {name!r}, which its world does not declare") from None
 
     def task(self, world: str, image: Image, seed: int) -> Task:
         rng = random.Random(f"{world}/{self.name}/{seed}")

@@ -38,7 +38,19 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mirrorworld.errors import ToolError, WorldError
 
-__all__ = ["FREE_TEXT", "MAX_LIST", "MAX_STRING", "Param", "Ref", "ToolKind", "ToolSpec", "show_input", "tool"]
+__all__ = [
+    "FREE_TEXT",
+    "MAX_LIST",
+    "MAX_STRING",
+    "Param",
+    "Ref",
+    "Surface",
+    "ToolKind",
+    "ToolSpec",
+    "declare_param",
+    "show_input",
+    "tool",
+]
 
 ToolKind = Literal["read", "write", "terminal"]
 
@@ -84,6 +96,35 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Surface:
+    """How a tool as an agent sees it maps onto the tool that runs (a drifted world's API).
+
+    A world derived from another (:mod:`mirrorworld.drift`) may present a tool
+    under another name, with other arguments or other error codes, while the
+    base world's tool does the work. ``inner`` is that tool; ``inward`` turns
+    the presented tool's validated arguments into ``inner``'s (raising
+    ``ToolError`` for a value the presented surface accepts but cannot map);
+    ``errors`` renames the error codes ``inner`` raises. The session records
+    the inner call (so rules, guards and claims keep reading the base world's
+    names) and what the agent called beside it (``Event.presented``).
+    """
+
+    inner: ToolSpec
+    inward: Callable[[dict[str, Any]], dict[str, Any]] = field(repr=False)
+    errors: Mapping[str, str] = field(default_factory=dict)
+    rewrite: Callable[[str], str] | None = field(default=None, repr=False)
+    """Rewrites a refusal's message in the presented names (a renamed tool or argument); None: as is."""
+
+    def error(self, err: ToolError) -> ToolError:
+        """``err`` as the presented surface reports it: its code renamed, its message in the presented names."""
+        code = self.errors.get(err.code, err.code)
+        message = self.rewrite(err.message) if self.rewrite is not None else err.message
+        if code == err.code and message == err.message:
+            return err
+        return ToolError(code, message, rule=err.rule)
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """Everything known about one tool, derived from its declaration."""
 
@@ -94,6 +135,8 @@ class ToolSpec:
     func: Callable[..., Any] = field(repr=False)
     names: frozenset[str] = field(init=False, repr=False, compare=False)
     """The parameter names (derived)."""
+    surface: Surface | None = field(default=None, repr=False, compare=False)
+    """Set on a tool presented over another one (see :class:`Surface`); None for a tool that runs itself."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(p.name for p in self.params))
@@ -322,6 +365,15 @@ def _param_for(name: str, annotation: Any, default: Any, doc: str) -> Param:
         raise WorldError(f"parameter {name}: Ref applies to integer ids only")
     free = any(isinstance(e, _FreeText) for e in extras)
     return Param(name, schema, required, None if required else default, coerce, refs[0] if refs else None, free)
+
+
+def declare_param(name: str, annotation: Any, doc: str, default: Any = inspect.Parameter.empty) -> Param:
+    """A :class:`Param` as ``@tool`` derives it from a parameter ``name: annotation = default`` documented ``doc``.
+
+    For tools built from other tools (a drifted surface, :mod:`mirrorworld.drift`):
+    the same annotations, schemas and coercion as a declared tool's.
+    """
+    return _param_for(name, annotation, default, doc)
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:

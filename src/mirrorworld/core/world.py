@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from mirrorworld.core.claims import ClaimRule, CustomerText, ForbiddenPromise, PersonalData, final_text
@@ -215,7 +216,8 @@ class World(ABC):
             raise WorldError(f"{self.name}: duplicate tool names")
         self.tool_names: tuple[str, ...] = tuple(t.name for t in self.tools)
         self.rules: dict[str, Rule] = {r.id: r for r in self.declare_rules()}
-        self.families: tuple[TaskFamily, ...] = tuple(self.declare_families())
+        self.parameters: Mapping[str, Any] = MappingProxyType(dict(self.declare_parameters()))
+        self.families: tuple[TaskFamily, ...] = tuple(f.bind(self.parameters) for f in self.declare_families())
         self.families_by_name = {f.name: f for f in self.families}
 
     # -- what a world provides ----------------------------------------------
@@ -231,6 +233,24 @@ class World(ABC):
     @abstractmethod
     def declare_families(self) -> Sequence[TaskFamily]:
         """The task families of this world."""
+
+    def declare_parameters(self) -> Mapping[str, Any]:
+        """The figures of the world's business rules, by name (an approval threshold, priority floors).
+
+        Tools read them as ``ctx.param(name)`` and task families as
+        ``self.param(name)``, so a world derived with other figures
+        (:mod:`mirrorworld.drift`) is enforced, generated and graded with them.
+        Values are JSON data; they feed the ``rules`` score part. None by default.
+        """
+        return {}
+
+    def declared_parts(self) -> Mapping[str, bytes]:
+        """Declarations that feed score parts beyond the world's files, by part (a derived world's changes).
+
+        Each value is hashed into the part it names (one of :data:`SCORE_PARTS`);
+        a world built from files alone declares none.
+        """
+        return {}
 
     @abstractmethod
     def generate(self, conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
@@ -333,6 +353,12 @@ class World(ABC):
     def id(self) -> str:
         return f"mirrorworld/{self.title}-v{self.version}"
 
+    @property
+    def data_name(self) -> str:
+        """The name the data generator's seed is drawn under: the world's own (a derived version keeps its base's,
+        so both versions hold the same records)."""
+        return self.name
+
     @classmethod
     def sources(cls) -> tuple[Path, ...]:
         """Every folder or file that feeds the content hash, in a fixed order.
@@ -378,6 +404,12 @@ class World(ABC):
                 h.update(path.read_bytes())
         schemas = [t.openai_schema() for t in self.tools]
         hashes["tool_schemas"].update(json.dumps(schemas, sort_keys=True, separators=(",", ":")).encode())
+        if self.parameters:
+            hashes["rules"].update(json.dumps(dict(self.parameters), sort_keys=True, default=str).encode())
+        for part, blob in sorted(self.declared_parts().items()):
+            if part not in hashes:
+                raise WorldError(f"{self.name}: declared part {part!r} is not a score part")
+            hashes[part].update(b"|declared|" + blob)
         hashes["build"].update(f"{self.data_seed}|{self.scale}".encode())
         return {part: h.hexdigest()[:16] for part, h in hashes.items()}
 
@@ -404,7 +436,7 @@ class World(ABC):
         """The pristine database, built on first use and kept."""
 
         def build(conn: sqlite3.Connection) -> None:
-            rng = random.Random(f"{self.name}/data/{self.data_seed}")
+            rng = random.Random(f"{self.data_name}/data/{self.data_seed}")
             self.generate(conn, rng, self.scale)
             conn.execute("CREATE TABLE sim_clock (id INTEGER PRIMARY KEY, now TEXT NOT NULL)")
             conn.execute("INSERT INTO sim_clock VALUES (1, ?)", (self.epoch,))

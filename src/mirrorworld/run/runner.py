@@ -115,8 +115,15 @@ class RunResult:
 
 
 def _event(e: Event) -> dict[str, Any]:
+    """A call as a run file records it: as the agent made and saw it (a drifted surface's call keeps what ran)."""
     d = asdict(e)
     d["rows"] = [list(r) for r in e.rows]
+    shown = d.pop("presented", None)
+    if shown is not None:
+        d["ran"] = {"tool": e.tool, "args": d["args"], "error": d["error"]}
+        d["tool"], d["args"] = shown["tool"], shown["args"]
+        if not e.ok:
+            d["error"] = shown["error"]
     return d
 
 

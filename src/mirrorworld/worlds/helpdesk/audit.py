@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from mirrorworld.core.task import Task, ToolCall
 from mirrorworld.core.world import AuditHooks
-from mirrorworld.worlds.helpdesk.rules import APPROVAL_THRESHOLD_CENTS
 
 if TYPE_CHECKING:
     from mirrorworld.core.session import Session
@@ -141,7 +140,7 @@ class HelpdeskAudit(AuditHooks):
                 "policy_override": "customer insisted",
             }
             calls = [ToolCall("issue_refund", refund)]
-            if price[0][0] > APPROVAL_THRESHOLD_CENTS:
+            if price[0][0] > self.world.parameters["approval_threshold_cents"]:
                 approval = int(self.world.image.query("SELECT COALESCE(MAX(id), 0) + 1 FROM approvals")[0][0])
                 calls = [
                     ToolCall("request_approval", {"order_id": order, "amount": amount, "reason": "changed_mind"}),

@@ -6,6 +6,9 @@ code; the guards in ``guards.py`` find the ones only a finished episode shows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from mirrorworld.core.world import Rule
 
 EPOCH = "2026-03-16T09:00:00Z"
@@ -40,6 +43,15 @@ CATEGORY_ROUTING = {
 IDENTITY_VALID_MINUTES = 60
 """A passed identity check authorises account changes for this long."""
 
+PARAMETERS: dict[str, Any] = {
+    "approval_threshold_cents": APPROVAL_THRESHOLD_CENTS,
+    "tier_floor": dict(TIER_FLOOR),
+    "identity_valid_minutes": IDENTITY_VALID_MINUTES,
+}
+"""The figures of the rules above that tools and task families read from the world (``World.parameters``):
+a world derived from the helpdesk may move them (:mod:`mirrorworld.drift`). The data generator keeps the
+module's figures: the pristine image is history written under them."""
+
 REFUND_REASONS = ("damaged", "defective", "wrong_item", "not_received", "changed_mind")
 
 
@@ -47,10 +59,10 @@ def priority_rank(priority: str) -> int:
     return PRIORITIES.index(priority)
 
 
-def triage_priority(category: str, tier: str) -> str:
-    """The priority a new ticket gets: its category's, raised to the tier floor."""
+def triage_priority(category: str, tier: str, floors: Mapping[str, str] = TIER_FLOOR) -> str:
+    """The priority a new ticket gets: its category's, raised to the tier floor (``floors``: the world's)."""
     base = CATEGORY_ROUTING[category][1]
-    floor = TIER_FLOOR[tier]
+    floor = floors[tier]
     return base if priority_rank(base) >= priority_rank(floor) else floor
 
 

@@ -21,7 +21,6 @@ from mirrorworld.core.task import Check, Fact, SetupOp, Task, TaskFamily, ToolCa
 from mirrorworld.errors import TaskError
 from mirrorworld.worlds.helpdesk.data import TICKET_TEMPLATES
 from mirrorworld.worlds.helpdesk.rules import (
-    APPROVAL_THRESHOLD_CENTS,
     CATEGORIES,
     CATEGORY_ROUTING,
     EPOCH,
@@ -162,7 +161,7 @@ class _RefundFamily(TaskFamily):
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
         size = "l.unit_price_cents > ?" if self.above_threshold else "l.unit_price_cents <= ?"
-        rows = _order_line_candidates(image, f"{size} AND {WITHIN_WINDOW}", (APPROVAL_THRESHOLD_CENTS, EPOCH))
+        rows = _order_line_candidates(image, f"{size} AND {WITHIN_WINDOW}", (self.param("approval_threshold_cents"), EPOCH))
         line_id, order_id, customer_id, product, _category, price, _delivered, _window = _pick(rng, rows, self.name)
         customer = _customer(image, customer_id)
         reason = rng.choice(tuple(PROBLEMS))
@@ -362,7 +361,7 @@ class Triage(TaskFamily):
             tid = first_tid + k
             tids.append(tid)
             queue = CATEGORY_ROUTING[category][0]
-            prio = triage_priority(category, customer["tier"])
+            prio = triage_priority(category, customer["tier"], self.param("tier_floor"))
             # The web form lets customers pick a priority; triage must correct it.
             chosen = rng.choice([p for p in ("low", "normal", "high", "urgent") if p != prio])
             setup += _ticket_ops(

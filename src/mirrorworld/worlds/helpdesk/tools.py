@@ -16,12 +16,7 @@ from mirrorworld.core.session import TIME_FORMAT, ToolContext
 from mirrorworld.core.text import like_pattern, search_query
 from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
-from mirrorworld.worlds.helpdesk.rules import (
-    APPROVAL_THRESHOLD_CENTS,
-    IDENTITY_VALID_MINUTES,
-    TIER_FLOOR,
-    priority_rank,
-)
+from mirrorworld.worlds.helpdesk.rules import priority_rank
 
 CustomerId = Annotated[int, Ref("customers")]
 OrderId = Annotated[int, Ref("orders")]
@@ -376,7 +371,7 @@ def set_priority(ctx: ToolContext, ticket_id: TicketId, priority: Priority) -> d
     """
     t = load_ticket(ctx, ticket_id)
     tier = ctx.one("SELECT tier FROM customers WHERE id=?", (t["customer_id"],))
-    floor = TIER_FLOOR[tier["tier"]] if tier else "low"
+    floor = ctx.param("tier_floor")[tier["tier"]] if tier else "low"
     if priority_rank(priority) < priority_rank(floor):
         raise ToolError(
             "policy_refused",
@@ -636,10 +631,11 @@ def _refund_approval(ctx: ToolContext, order_id: int, approval_id: int | None, c
         used = ctx.one("SELECT 1 AS x FROM refunds WHERE approval_id=?", (approval_id,))
         if used is not None:
             raise ToolError("policy_refused", f"approval {approval_id} was already used", rule="refund_approval")
-    if cents > APPROVAL_THRESHOLD_CENTS and approval is None:
+    threshold = ctx.param("approval_threshold_cents")
+    if cents > threshold and approval is None:
         raise ToolError(
             "policy_refused",
-            "refunds above 200.00 need an approved supervisor approval (approval_id)",
+            f"refunds above {dollars(threshold):.2f} need an approved supervisor approval (approval_id)",
             rule="refund_approval",
         )
     return approval
@@ -749,7 +745,7 @@ def update_customer(
         changes["address"] = " ".join(address.split())
     if not changes:
         raise ToolError("invalid_arguments", "give at least one of email, phone, address")
-    since = (ctx.now_dt() - timedelta(minutes=IDENTITY_VALID_MINUTES)).strftime(TIME_FORMAT)
+    since = (ctx.now_dt() - timedelta(minutes=ctx.param("identity_valid_minutes"))).strftime(TIME_FORMAT)
     check = ctx.one(  # the latest check decides: a failed one after a pass withdraws the authorisation
         "SELECT passed FROM identity_checks WHERE customer_id=? AND created_at>=? ORDER BY id DESC LIMIT 1",
         (customer_id, since),

@@ -16,7 +16,7 @@ from mirrorworld.core.tools import ToolSpec
 from mirrorworld.core.world import AuditHooks, Rule, World
 from mirrorworld.worlds.helpdesk import claims, data, guards, macros
 from mirrorworld.worlds.helpdesk.audit import HelpdeskAudit
-from mirrorworld.worlds.helpdesk.rules import EPOCH, RULES
+from mirrorworld.worlds.helpdesk.rules import EPOCH, PARAMETERS, RULES
 from mirrorworld.worlds.helpdesk.tasks import FAMILIES
 from mirrorworld.worlds.helpdesk.tools import TOOLS
 
@@ -59,6 +59,9 @@ class HelpdeskWorld(World):
 
     def declare_rules(self) -> Sequence[Rule]:
         return RULES
+
+    def declare_parameters(self) -> Mapping[str, Any]:
+        return PARAMETERS
 
     def declare_families(self) -> Sequence[TaskFamily]:
         return FAMILIES

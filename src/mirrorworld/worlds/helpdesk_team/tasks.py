@@ -39,7 +39,7 @@ from typing import Any
 
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import Check, Fact, SetupOp, Task, TaskFamily, ToolCall
-from mirrorworld.worlds.helpdesk.rules import APPROVAL_THRESHOLD_CENTS, EPOCH
+from mirrorworld.worlds.helpdesk.rules import EPOCH
 from mirrorworld.worlds.helpdesk.tasks import (
     EPOCH_DT,
     PROBLEMS,
@@ -184,7 +184,7 @@ class RefundApproval(TeamFamily):
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
         rows = _order_line_candidates(
-            image, f"l.unit_price_cents > ? AND {WITHIN_WINDOW}", (APPROVAL_THRESHOLD_CENTS, EPOCH)
+            image, f"l.unit_price_cents > ? AND {WITHIN_WINDOW}", (self.param("approval_threshold_cents"), EPOCH)
         )
         line_id, order_id, customer_id, product, _cat, price, _delivered, _window = _pick(rng, rows, self.name)
         customer = _customer(image, customer_id)
@@ -416,7 +416,7 @@ class WrongOrder(TeamFamily):
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
         rows = _order_line_candidates(
-            image, f"l.unit_price_cents <= ? AND {WITHIN_WINDOW}", (APPROVAL_THRESHOLD_CENTS, EPOCH)
+            image, f"l.unit_price_cents <= ? AND {WITHIN_WINDOW}", (self.param("approval_threshold_cents"), EPOCH)
         )
         line_id, order_id, customer_id, product, _cat, price, _delivered, _window = _pick(rng, rows, self.name)
         customer = _customer(image, customer_id)

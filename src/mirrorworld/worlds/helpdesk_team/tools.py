@@ -40,7 +40,6 @@ from mirrorworld.core.text import clean_text
 from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.helpdesk import tools as hd
-from mirrorworld.worlds.helpdesk.rules import IDENTITY_VALID_MINUTES
 from mirrorworld.worlds.helpdesk_team import simulated
 from mirrorworld.worlds.helpdesk_team.rules import (
     CODE_VALID_MINUTES,
@@ -373,7 +372,7 @@ def propose_account_change(
             raise ToolError("invalid_arguments", "address must be 1 to 200 characters")
     check = ctx.one(
         "SELECT id FROM identity_checks WHERE customer_id=? AND passed=1 AND created_at>=? LIMIT 1",
-        (customer_id, _since(ctx, IDENTITY_VALID_MINUTES)),
+        (customer_id, _since(ctx, ctx.param("identity_valid_minutes"))),
     )
     if check is None:
         raise ToolError(
