@@ -119,6 +119,10 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     handlers.update(register_image(sub))
 
+    from mirrorworld.drift.cli import register as register_drift
+
+    handlers.update(register_drift(sub, registry))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     world_option(b, registry)
     b.add_argument("--json", action="store_true")

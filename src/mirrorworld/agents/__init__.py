@@ -36,7 +36,7 @@ __all__ = [
     "tool_call",
 ]
 
-AGENTS = ("noop", "refuse", "claim", "random", "oracle", "replay", "openai")
+AGENTS = ("noop", "refuse", "claim", "random", "oracle", "oracle_retry", "replay", "openai")
 
 
 def make_agent(name: str, **options: Any) -> Agent:
@@ -49,6 +49,8 @@ def make_agent(name: str, **options: Any) -> Agent:
         return ClaimSuccessAgent()
     if name == "oracle":
         return OracleAgent()
+    if name == "oracle_retry":
+        return OracleAgent(retries=3)
     if name == "random":
         return RandomAgent(seed=int(options.get("seed") or 0))
     if name == "replay":

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import string
 from abc import abstractmethod
@@ -62,9 +63,16 @@ class ClaimSuccessAgent(Agent):
 
 
 class CallListAgent(Agent):
-    """Plays a list of tool calls planned at the start of the episode, one per message, then stops."""
+    """Plays a list of tool calls planned at the start of the episode, one per message, then stops.
+
+    With ``retries`` > 0 it retries a call whose result is a transient failure
+    (an error marked ``retryable``: a timeout, a rate limit, an unavailable
+    service), up to ``retries`` times per call, as a production client's retry
+    policy does; every other refusal is final.
+    """
 
     name = "calls"
+    retries: int = 0
 
     @abstractmethod
     def plan(self, context: EpisodeContext) -> list[ToolCall]:
@@ -74,19 +82,45 @@ class CallListAgent(Agent):
         self.context = context
         self._calls = self.plan(context)
         self._i = 0
+        self._tries = 0
+        self._n = 0
 
     def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
-        if self._i >= len(self._calls):
+        if self._i > 0 and self._tries < self.retries and _transient(messages):
+            self._tries += 1
+            call = self._calls[self._i - 1]
+        elif self._i >= len(self._calls):
             return assistant("")
-        call = self._calls[self._i]
-        self._i += 1
-        return assistant(None, [tool_call(f"call_{self._i}", call.tool, call.args)])
+        else:
+            call = self._calls[self._i]
+            self._i += 1
+            self._tries = 0
+        self._n += 1
+        return assistant(None, [tool_call(f"call_{self._n}", call.tool, call.args)])
+
+
+def _transient(messages: list[Message]) -> bool:
+    """Whether the last message is a tool result reporting a retryable failure."""
+    last = messages[-1] if messages else None
+    if not isinstance(last, dict) or last.get("role") != "tool" or not isinstance(last.get("content"), str):
+        return False
+    try:
+        body = json.loads(last["content"])
+    except ValueError:
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("retryable") is True
 
 
 class OracleAgent(CallListAgent):
-    """Replays the gold solution, one tool call per message."""
+    """Replays the gold solution, one tool call per message (``retries``: see :class:`CallListAgent`)."""
 
     name = "oracle"
+
+    def __init__(self, *, retries: int = 0) -> None:
+        self.retries = retries
+        if retries:
+            self.name = "oracle_retry"
 
     def plan(self, context: EpisodeContext) -> list[ToolCall]:
         return list(context.task.gold)

@@ -480,6 +480,36 @@ class Session:
         self._changed = True
         return rows
 
+    def refuse(self, tool: str, error: Mapping[str, Any], *, role: str | None = None) -> ToolResult:
+        """Record a call to ``tool`` that the system failed before running it (an injected fault), changing nothing.
+
+        It counts as a step and is recorded as a refused call with ``error``
+        (``{code, message, ...}``), as a production system's timeout would be.
+        """
+        if self._closed:
+            raise SessionClosedError("session is closed")
+        self.role = role
+        self.steps += 1
+        spec = self._tools.get(tool)
+        error = dict(error)
+        if spec is not None and spec.surface is not None:
+            inner = spec.surface.inner
+            self.events.append(
+                Event(self.steps, inner.name, inner.kind, None, False, error, role=role, presented=Presented(tool, None, error))
+            )
+        else:
+            name = tool if len(tool) <= 200 else tool[:200]
+            self.events.append(Event(self.steps, name, spec.kind if spec else None, None, False, error, role=role))
+        return ToolResult(False, error=error, done=self.done)
+
+    def advance(self, seconds: float) -> None:
+        """Move the simulated clock forward by ``seconds`` (latency), as committed writes move it by a minute."""
+        if seconds <= 0 or not self.clock:
+            return
+        t = datetime.fromisoformat(self.clock.replace("Z", "+00:00")) + timedelta(seconds=round(seconds))
+        self.clock = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+        self._clock_synced = False
+
     def _fail(
         self,
         step: int,

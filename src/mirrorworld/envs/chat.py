@@ -17,12 +17,13 @@ latest call, and ``reward`` the return so far.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.task import Split, Task
 from mirrorworld.core.world import World
-from mirrorworld.episodes import Episode, EpisodeOptions, StepOutcome, check_split, select_task
+from mirrorworld.episodes import Episode, EpisodeOptions, Faults, StepOutcome, check_split, select_task
 from mirrorworld.errors import MirrorworldError, WorldError
 from mirrorworld.verify.judge import TextJudge
 from mirrorworld.verify.verdict import Verdict
@@ -49,11 +50,12 @@ class ChatEnv:
         reward: Literal["shaped", "sparse"] = "shaped",
         judge: TextJudge | None = None,
         registry: Registry | None = None,
+        faults: Faults | str | Mapping[str, Any] | None = None,
     ) -> None:
         self.world = (registry or default).get(world) if isinstance(world, str) else world
         self.split: Split = check_split(split)
         self.families = tuple(families) if families else None
-        self.options = EpisodeOptions(max_steps=max_steps, reward=reward, judge=judge)
+        self.options = EpisodeOptions(max_steps=max_steps, reward=reward, judge=judge, faults=Faults.parse(faults))
         self.max_steps = max_steps
         terminals = [t for t in self.world.tools if t.kind == "terminal"]
         if len(terminals) != 1:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, SupportsFloat, overload
 
 import gymnasium as gym
@@ -52,7 +52,7 @@ from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.session import MAX_ARGS_CHARS
 from mirrorworld.core.task import MAX_INDEX, Split, Task
 from mirrorworld.core.world import World
-from mirrorworld.episodes import Episode, EpisodeOptions, check_split, select_task
+from mirrorworld.episodes import Episode, EpisodeOptions, Faults, check_split, select_task
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.verify.judge import TextJudge
 
@@ -205,10 +205,13 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         data_seed: int = 0,
         registry: Registry | None = None,
         render_mode: str | None = None,
+        faults: Faults | str | Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(world, str):
             world = (registry or default).get(world, scale=scale, data_seed=data_seed)
-        self.options = EpisodeOptions(max_steps=max_steps, reward=reward, gamma=gamma, judge=judge)
+        self.options = EpisodeOptions(
+            max_steps=max_steps, reward=reward, gamma=gamma, judge=judge, faults=Faults.parse(faults)
+        )
         self.world = world
         self.split: Split = check_split(split)
         self.families = tuple(families) if families else None

@@ -8,16 +8,19 @@ resolution of the ways a caller names a task (``family/seed`` is parsed by
 """
 
 from mirrorworld.episodes.episode import Episode, EpisodeOptions, RewardMode
+from mirrorworld.episodes.faults import FAULT_KINDS, Faults
 from mirrorworld.episodes.outcome import EPISODE_OVER, StepOutcome
 from mirrorworld.episodes.select import check_split, select_task
 from mirrorworld.episodes.team import WAIT, Action, RoleObservation, TeamEpisode, Turn
 
 __all__ = [
     "EPISODE_OVER",
+    "FAULT_KINDS",
     "WAIT",
     "Action",
     "Episode",
     "EpisodeOptions",
+    "Faults",
     "RewardMode",
     "RoleObservation",
     "StepOutcome",

@@ -48,6 +48,7 @@ from mirrorworld.core.seats import Seated
 from mirrorworld.core.session import Session, ToolResult
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
+from mirrorworld.episodes.faults import Faults
 from mirrorworld.episodes.outcome import EPISODE_OVER, StepOutcome
 from mirrorworld.errors import Boundary, Failure, MirrorworldError, WorldError, error_for
 from mirrorworld.verify.judge import TextJudge
@@ -73,12 +74,16 @@ class EpisodeOptions:
     """The discount of the process reward's terms (``F = γΦ(s') − Φ(s)``): set it to the learner's."""
     judge: TextJudge | None = None
     """An optional model judge of the customer texts (:mod:`mirrorworld.verify.judge`); None: no model."""
+    faults: Faults | None = None
+    """Seeded transient tool failures and latency (:mod:`mirrorworld.episodes.faults`); None: none."""
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and (
             isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1
         ):
             raise MirrorworldError(f"max_steps must be a positive integer, not {self.max_steps!r}")
+        if self.faults is not None and not isinstance(self.faults, Faults):
+            raise MirrorworldError("faults must be a Faults (Faults.parse reads text or a mapping)")
         if self.reward not in ("shaped", "sparse"):
             raise MirrorworldError(f"reward must be shaped or sparse, not {str(self.reward)[:40]!r}")
         if isinstance(self.gamma, bool) or not isinstance(self.gamma, (int, float)) or not 0.0 < self.gamma <= 1.0:
@@ -166,7 +171,8 @@ class Episode:
             return self._refused(tool)
         s = self.session
         try:
-            result = s.call(tool, args, role=role)
+            faults = self.options.faults
+            result = s.call(tool, args, role=role) if faults is None else self._call_with_faults(faults, tool, args, role)
             limit = self.options.max_steps
             reached = s.done or (self._seated and self._contact_over())  # an end of the task's own
             end = reached or (limit is not None and s.steps >= limit)
@@ -194,6 +200,22 @@ class Episode:
             s.viewed,
             verdict,
         )
+
+    def _call_with_faults(self, faults: Faults, tool: Any, args: Any, role: str | None) -> ToolResult:
+        """A call under injected faults: latency first, then a transient failure or the call itself."""
+        s = self.session
+        if faults.latency_s:
+            s.advance(faults.latency_s)
+        spec = self.world.tools_by_name.get(tool) if isinstance(tool, str) else None
+        step = s.steps + 1
+        fault = faults.draw(self.task.id, step, spec.kind if spec is not None else None)
+        if fault is None:
+            return s.call(tool, args, role=role)
+        error = Faults.error(fault, self.task.id, step)
+        if fault != "lost_response":
+            return s.refuse(tool, error, role=role)
+        result = s.call(tool, args, role=role)
+        return ToolResult(False, error=error, done=result.done) if result.ok else result
 
     def _refused(self, tool: Any) -> StepOutcome:
         s = self.session

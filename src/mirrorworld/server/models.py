@@ -81,6 +81,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class FaultsModel(_Strict):
+    """Injected faults (``mirrorworld.episodes.faults``): a seeded share of calls fails transiently."""
+
+    rate: float = Field(default=0.0, ge=0.0, lt=1.0, description="The probability that a call faults.")
+    kinds: list[Literal["timeout", "rate_limited", "unavailable", "lost_response"]] = Field(
+        default=["timeout", "rate_limited", "unavailable"], min_length=1, max_length=4, description="Faults drawn from."
+    )
+    seed: int = Field(default=0, ge=0, le=2**62, description="The fault seed.")
+    latency_s: float = Field(default=0.0, ge=0.0, le=3600.0, description="Simulated seconds every call takes.")
+    writes_only: bool = Field(default=False, description="Fault only calls to write tools.")
+
+
 class ResetRequest(_Strict):
     """Which task an episode plays and for how long."""
 
@@ -103,6 +115,9 @@ class ResetRequest(_Strict):
     reward: Literal["shaped", "sparse"] = Field(
         default="shaped",
         description="`shaped`: process reward on every call plus the score at the end; `sparse`: the score alone.",
+    )
+    faults: FaultsModel | None = Field(
+        default=None, description="Seeded transient tool failures and latency injected into the episode (none by default)."
     )
 
 

@@ -42,7 +42,7 @@ from pydantic import ValidationError
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.task import Task
 from mirrorworld.core.world import World
-from mirrorworld.episodes import Episode, EpisodeOptions, select_task
+from mirrorworld.episodes import Episode, EpisodeOptions, Faults, select_task
 from mirrorworld.errors import MirrorworldError, RegistryError, TaskRefError
 from mirrorworld.server.config import ServerConfig
 from mirrorworld.server.models import CreateRequest, ResetRequest
@@ -211,7 +211,7 @@ class SessionManager:
         max_steps = self._max_steps(req)
         task = self.resolve_task(world, req)
         self._make_room(client)
-        episode = Episode(world, task, EpisodeOptions(max_steps=max_steps, reward=req.reward))
+        episode = Episode(world, task, EpisodeOptions(max_steps=max_steps, reward=req.reward, faults=_faults(req)))
         return self._register(world, episode, client)
 
     def _max_steps(self, req: ResetRequest) -> int:
@@ -267,7 +267,7 @@ class SessionManager:
         live = self.get(sid)
         max_steps = self._max_steps(req)
         task = self.resolve_task(live.world, req)
-        episode = Episode(live.world, task, EpisodeOptions(max_steps=max_steps, reward=req.reward))
+        episode = Episode(live.world, task, EpisodeOptions(max_steps=max_steps, reward=req.reward, faults=_faults(req)))
         live.episode.close()
         live.episode = episode
         return live
@@ -407,3 +407,9 @@ def _parse(model: type[ResetRequest], spec: ResetRequest | Mapping[str, Any]) ->
         return model.model_validate(dict(spec))
     except ValidationError as err:
         raise ApiError(400, "invalid_request", validation_message(err)) from None
+
+
+def _faults(req: Any) -> Faults | None:
+    """The faults a reset or create request asks for (None: none)."""
+    model = getattr(req, "faults", None)
+    return None if model is None else Faults.parse(model.model_dump())
