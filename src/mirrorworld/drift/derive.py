@@ -100,7 +100,7 @@ def _annotation(schema: Mapping[str, Any]) -> Any:
     kind = schema.get("type")
     if "enum" in schema:
         return Literal.__getitem__(tuple(schema["enum"]))
-    return {"string": str, "integer": int, "number": Decimal, "boolean": bool}[str(kind)]
+    return {"string": str, "integer": int, "number": Decimal, "boolean": bool, "array": list[str]}[str(kind)]
 
 
 def _redeclare(p: Param, *, name: str | None = None, annotation: Any = None, doc: str | None = None) -> Param:
