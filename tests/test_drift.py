@@ -147,7 +147,11 @@ KINDS: dict[str, tuple[list[Change], Callable[[World], None]]] = {
     "rename_tool": ([RenameTool("issue_refund", "create_refund")], _renamed),
     "remove_tool": ([RemoveTool("list_teams")], _removed),
     "add_argument": (
-        [AddArgument("escalate_ticket", "severity", required=True, enum=("sev1", "sev2"), gold="sev2", description="x")],
+        [
+            AddArgument(
+                "escalate_ticket", "severity", required=True, enum=("sev1", "sev2"), gold="sev2", description="x"
+            )
+        ],
         _argument_added,
     ),
     "rename_argument": ([RenameArgument("update_customer", "email", "email_address")], _argument_renamed),
@@ -315,9 +319,7 @@ def _fault_run(agent: str, faults: Faults, n: int = 90) -> list[tuple[str, bool,
     for i in range(n):
         task = world.task_for("test", i)
         record = run_episode(env, make_agent(agent), task, index=i)
-        wrote_failed = any(
-            not c["ok"] and c["error"].get("retryable") and c["kind"] == "write" for c in record.calls
-        )
+        wrote_failed = any(not c["ok"] and c["error"].get("retryable") and c["kind"] == "write" for c in record.calls)
         out.append((task.id, record.passed, wrote_failed))
     return out
 

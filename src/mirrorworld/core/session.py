@@ -407,7 +407,9 @@ class Session:
             self.view, self.viewed = view, viewed
             raise
         self.events.append(
-            Event(step, spec.name, spec.kind, jsonable(kwargs), True, None, role=self.role, data=data, presented=presented)
+            Event(
+                step, spec.name, spec.kind, jsonable(kwargs), True, None, role=self.role, data=data, presented=presented
+            )
         )
         return ToolResult(True, data)
 
@@ -495,7 +497,16 @@ class Session:
         if spec is not None and spec.surface is not None:
             inner = spec.surface.inner
             self.events.append(
-                Event(self.steps, inner.name, inner.kind, None, False, error, role=role, presented=Presented(tool, None, error))
+                Event(
+                    self.steps,
+                    inner.name,
+                    inner.kind,
+                    None,
+                    False,
+                    error,
+                    role=role,
+                    presented=Presented(tool, None, error),
+                )
             )
         else:
             name = tool if len(tool) <= 200 else tool[:200]

@@ -284,7 +284,9 @@ class TaskFamily(ABC):
         try:
             return self.parameters[name]
         except KeyError:
-            raise TaskError(f"task family {self.name} needs parameter {name!r}, which its world does not declare") from None
+            raise TaskError(
+                f"task family {self.name} needs parameter {name!r}, which its world does not declare"
+            ) from None
 
     def task(self, world: str, image: Image, seed: int) -> Task:
         rng = random.Random(f"{world}/{self.name}/{seed}")

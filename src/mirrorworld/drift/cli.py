@@ -58,7 +58,9 @@ def _version(registry: Registry, world: str, ref: str) -> World:
         env_id = base.env_id.rsplit("-v", 1)[0] + f"-v{int(m.group(1))}"
         known = [s for s in registry.specs() if s.env_id == env_id]
         if not known:
-            versions = sorted(s.env_id for s in registry.specs() if s.env_id.rsplit("-v", 1)[0] == base.env_id.rsplit("-v", 1)[0])
+            versions = sorted(
+                s.env_id for s in registry.specs() if s.env_id.rsplit("-v", 1)[0] == base.env_id.rsplit("-v", 1)[0]
+            )
             raise MirrorworldError(f"no registered world is {env_id} (known versions: {', '.join(versions)})")
         return registry.get(known[0].name)
     return registry.get(ref)

@@ -158,11 +158,19 @@ _DISTRACTORS: tuple[tuple[str, str, tuple[tuple[str, Any, str], ...]], ...] = (
     ("list_announcements", "List internal announcements to staff.", ()),
     ("get_agent_schedule", "Get a support agent's shift schedule.", (("agent_id", int, "The agent."),)),
     ("lookup_postal_code", "Look up the city of a postal code.", (("zip_code", str, "The postal code."),)),
-    ("get_inventory_forecast", "Get next month's inventory forecast of a product.", (("product_id", int, "The product."),)),
+    (
+        "get_inventory_forecast",
+        "Get next month's inventory forecast of a product.",
+        (("product_id", int, "The product."),),
+    ),
     ("list_training_modules", "List the training modules available to staff.", ()),
     ("get_weather_delay", "Report weather delays affecting deliveries in a city.", (("city", str, "The city."),)),
     ("list_office_locations", "List the company's office locations.", ()),
-    ("get_marketing_consent", "Get whether a customer opted in to marketing e-mail.", (("customer_id", int, "The customer."),)),
+    (
+        "get_marketing_consent",
+        "Get whether a customer opted in to marketing e-mail.",
+        (("customer_id", int, "The customer."),),
+    ),
 )
 
 
@@ -309,13 +317,13 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
                 raise WorldError(f"{change.changelog()}: the gold's value {gold_value!r} is not one of its enum")
             arg = change.argument
 
-            def inward(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
+            def inward_1(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
                 return {k: v for k, v in d.items() if k != arg}
 
-            def outward(d: dict[str, Any], arg: str = arg, value: Any = gold_value) -> dict[str, Any]:
+            def outward_1(d: dict[str, Any], arg: str = arg, value: Any = gold_value) -> dict[str, Any]:
                 return {**d, arg: value} if value is not None else d
 
-            t.stages.append((inward, outward))
+            t.stages.append((inward_1, outward_1))
         elif isinstance(change, RenameArgument):
             t = find(change.tool, change)
             i = t.param(change.argument, change)
@@ -324,15 +332,15 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
             t.params[i] = _redeclare(t.params[i], name=change.to)
             old, new = change.argument, change.to
 
-            def inward(d: dict[str, Any], old: str = old, new: str = new) -> dict[str, Any]:
+            def inward_2(d: dict[str, Any], old: str = old, new: str = new) -> dict[str, Any]:
                 out = {k: v for k, v in d.items() if k != new}
                 out[old] = d.get(new)
                 return out
 
-            def outward(d: dict[str, Any], old: str = old, new: str = new) -> dict[str, Any]:
+            def outward_2(d: dict[str, Any], old: str = old, new: str = new) -> dict[str, Any]:
                 return {(new if k == old else k): v for k, v in d.items()}
 
-            t.stages.append((inward, outward))
+            t.stages.append((inward_2, outward_2))
             if "_" in old:  # a compound identifier is safe to rewrite in prose; a plain word ("amount") is not
                 words.add(old, new)
         elif isinstance(change, RetypeArgument):
@@ -346,19 +354,21 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
                 doc = f"{p.schema.get('description', '')} In cents (an integer: 1999 is 19.99).".strip()
                 t.params[i] = _redeclare(p, annotation=int, doc=doc)
 
-                def inward(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
+                def inward_3(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
                     v = d.get(arg)
                     return d if v is None else {**d, arg: Decimal(int(v)) / 100}
 
-                def outward(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
+                def outward_3(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
                     return d if d.get(arg) is None else {**d, arg: _cents(d[arg])}
+
+                stage = (inward_3, outward_3)
 
             else:
                 if p.schema.get("type") != "integer":
                     raise WorldError(f"{change.changelog()}: only an integer argument can become a string")
                 t.params[i] = _redeclare(p, annotation=str)
 
-                def inward(d: dict[str, Any], arg: str = arg, tool: str = t.name) -> dict[str, Any]:
+                def inward_4(d: dict[str, Any], arg: str = arg, tool: str = t.name) -> dict[str, Any]:
                     v = d.get(arg)
                     if v is None:
                         return d
@@ -367,10 +377,12 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
                         raise ToolError("invalid_arguments", f"argument '{arg}' of {tool}: expected a string of digits")
                     return {**d, arg: int(text)}
 
-                def outward(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
+                def outward_4(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
                     return d if d.get(arg) is None else {**d, arg: str(d[arg])}
 
-            t.stages.append((inward, outward))
+                stage = (inward_4, outward_4)
+
+            t.stages.append(stage)
         elif isinstance(change, (AddEnumValue, RemoveEnumValue)):
             t = find(change.tool, change)
             i = t.param(change.argument, change)
@@ -387,11 +399,15 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
                 choices.append(change.value)
                 value, means = change.value, change.means
 
-                def inward(d: dict[str, Any], arg: str = arg, value: str = value, means: str = means) -> dict[str, Any]:
+                def inward_5(
+                    d: dict[str, Any], arg: str = arg, value: str = value, means: str = means
+                ) -> dict[str, Any]:
                     return {**d, arg: means} if d.get(arg) == value else d
 
-                def outward(d: dict[str, Any]) -> dict[str, Any]:
+                def outward_5(d: dict[str, Any]) -> dict[str, Any]:
                     return d
+
+                stage = (inward_5, outward_5)
 
             else:
                 if change.value not in choices:
@@ -401,15 +417,19 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
                     raise WorldError(f"{change.changelog()}: {change.use_instead} is not an accepted value")
                 value, instead = change.value, change.use_instead
 
-                def inward(d: dict[str, Any]) -> dict[str, Any]:
+                def inward_6(d: dict[str, Any]) -> dict[str, Any]:
                     return d
 
-                def outward(d: dict[str, Any], arg: str = arg, value: str = value, instead: str = instead) -> dict[str, Any]:
+                def outward_6(
+                    d: dict[str, Any], arg: str = arg, value: str = value, instead: str = instead
+                ) -> dict[str, Any]:
                     v = d.get(arg)
                     return {**d, arg: instead} if isinstance(v, str) and v.strip().lower() == value.lower() else d
 
+                stage = (inward_6, outward_6)
+
             t.params[i] = _redeclare(p, annotation=Literal.__getitem__(tuple(choices)))
-            t.stages.append((inward, outward))
+            t.stages.append(stage)
         elif isinstance(change, ChangeErrorCode):
             for name in change.tools:
                 find(name, change)
@@ -447,13 +467,16 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
         stages = tuple(t.stages)
         inner_defaults = {p.name: p.default for p in t.inner.params}
 
-        def inward(d: dict[str, Any], stages: tuple[tuple[Inward, Outward], ...] = stages,
-                   defaults: dict[str, Any] = inner_defaults) -> dict[str, Any]:
+        def run_inward(
+            d: dict[str, Any],
+            stages: tuple[tuple[Inward, Outward], ...] = stages,
+            defaults: dict[str, Any] = inner_defaults,
+        ) -> dict[str, Any]:
             for stage_in, _out in reversed(stages):
                 d = stage_in(d)
             return {k: d.get(k, default) for k, default in defaults.items()}
 
-        surface = Surface(t.inner, inward, dict(t.errors), words if words.map else None)
+        surface = Surface(t.inner, run_inward, dict(t.errors), words if words.map else None)
         specs.append(ToolSpec(name, description, t.inner.kind, params, t.inner.func, surface=surface))
     terminal = [s for s in specs if s.kind == "terminal"]
     specs = [s for s in specs if s.kind != "terminal"] + extra + terminal
@@ -563,7 +586,8 @@ class DriftedWorld(World):
 
     @cached_property
     def _presented(self) -> Presented:
-        return present(super().declare_tools(), self.changes, seated=isinstance(self, Seated))
+        base = super().declare_tools()  # type: ignore[safe-super]
+        return present(base, self.changes, seated=isinstance(self, Seated))
 
     def declare_tools(self) -> Sequence[ToolSpec]:
         return self._presented.tools
@@ -608,7 +632,7 @@ class DriftedWorld(World):
         return str(declared.func(self))
 
     def declare_rules(self) -> Sequence[Rule]:
-        rules = list(super().declare_rules())
+        rules = list(super().declare_rules())  # type: ignore[safe-super]
         for old, new, _change in self._edits():
             if old:
                 rules = [replace(r, description=r.description.replace(old, new)) for r in rules]
@@ -616,7 +640,7 @@ class DriftedWorld(World):
         return [replace(r, description=words(r.description)) for r in rules]
 
     def declare_families(self) -> Sequence[TaskFamily]:
-        return [_DriftedFamily(f, self) for f in super().declare_families()]
+        return [_DriftedFamily(f, self) for f in super().declare_families()]  # type: ignore[safe-super]
 
     def base_task(self, task: Task) -> Task:
         """The base world's task that ``task`` presents (same family and seed, the base world's API)."""
@@ -711,5 +735,6 @@ def derive(
     if source_dir is not None:
         attrs["source_dir"] = Path(source_dir)
     bases = (base,) if issubclass(base, DriftedWorld) else (DriftedWorld, base)
-    cls: type[World] = type(base)(attrs["__qualname__"].rsplit(".", 1)[-1], bases, attrs)
+    meta: Any = type(base)
+    cls: type[World] = meta(attrs["__qualname__"].rsplit(".", 1)[-1], bases, attrs)
     return cls

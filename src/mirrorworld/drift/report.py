@@ -83,13 +83,14 @@ def _in_old_names(changes: Sequence[Change], index: int) -> Change:
     change = changes[index]
     fields = {f.name for f in dataclasses.fields(change)}
     updates: dict[str, Any] = {}
+    named: Any = change
     if "tool" in fields:
-        tool = tools.get(change.tool, change.tool)  # type: ignore[attr-defined]
-        updates["tool"] = tool
+        old_tool: str = tools.get(named.tool, named.tool)
+        updates["tool"] = old_tool
         if "argument" in fields:
-            updates["argument"] = args.get((tool, change.argument), change.argument)  # type: ignore[attr-defined]
+            updates["argument"] = args.get((old_tool, named.argument), named.argument)
     if "tools" in fields:
-        updates["tools"] = tuple(tools.get(t, t) for t in change.tools)  # type: ignore[attr-defined]
+        updates["tools"] = tuple(tools.get(t, t) for t in named.tools)
     return dataclasses.replace(change, **updates) if updates else change
 
 
@@ -210,7 +211,11 @@ def drift_report(
         alone = _play(world, agent_for(world), refs, tick, max_steps)
         ds = deltas(before, alone)
         overall = next(d for d in ds if d.family == "all")
-        rows.append(AblationRow(tuple(changes[i].changelog() for i in group), overall, tuple(d for d in ds if d.family != "all")))
+        rows.append(
+            AblationRow(
+                tuple(changes[i].changelog() for i in group), overall, tuple(d for d in ds if d.family != "all")
+            )
+        )
     rows.sort(key=lambda r: (r.overall.delta if r.overall.n_a and r.overall.n_b else 0.0, r.changes))
     return DriftReport(
         agent=agent_for(old).name,
@@ -235,7 +240,8 @@ def plot_svg(report: DriftReport) -> str:
     ab_h = (bar_h + gap) * len(report.ablation)
     height = 90 + rows_h + 60 + ab_h + 20
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'font-family="sans-serif" font-size="12">',
         f'<text x="10" y="20" font-size="15" font-weight="bold">{escape(report.agent)}: '
         f"{escape(report.old)} → {escape(report.new)}</text>",
         '<rect x="10" y="32" width="12" height="10" fill="#4c78a8"/><text x="26" y="41">old version</text>',

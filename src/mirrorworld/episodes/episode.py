@@ -172,7 +172,10 @@ class Episode:
         s = self.session
         try:
             faults = self.options.faults
-            result = s.call(tool, args, role=role) if faults is None else self._call_with_faults(faults, tool, args, role)
+            if faults is None:
+                result = s.call(tool, args, role=role)
+            else:
+                result = self._call_with_faults(faults, tool, args, role)
             limit = self.options.max_steps
             reached = s.done or (self._seated and self._contact_over())  # an end of the task's own
             end = reached or (limit is not None and s.steps >= limit)

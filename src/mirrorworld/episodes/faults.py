@@ -81,7 +81,7 @@ class Faults:
             raise MirrorworldError("latency_s must be a number of seconds in [0, 3600]")
 
     @classmethod
-    def parse(cls, value: str | Mapping[str, Any] | None) -> Faults | None:
+    def parse(cls, value: Faults | str | Mapping[str, Any] | None) -> Faults | None:
         """Faults from ``rate=0.1,seed=3,kinds=timeout+unavailable,latency_s=2`` or a mapping (None: none)."""
         if value is None or value == "":
             return None

@@ -117,7 +117,8 @@ class ResetRequest(_Strict):
         description="`shaped`: process reward on every call plus the score at the end; `sparse`: the score alone.",
     )
     faults: FaultsModel | None = Field(
-        default=None, description="Seeded transient tool failures and latency injected into the episode (none by default)."
+        default=None,
+        description="Seeded transient tool failures and latency injected into the episode (none by default).",
     )
 
 

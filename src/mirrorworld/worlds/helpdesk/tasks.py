@@ -161,7 +161,9 @@ class _RefundFamily(TaskFamily):
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
         size = "l.unit_price_cents > ?" if self.above_threshold else "l.unit_price_cents <= ?"
-        rows = _order_line_candidates(image, f"{size} AND {WITHIN_WINDOW}", (self.param("approval_threshold_cents"), EPOCH))
+        rows = _order_line_candidates(
+            image, f"{size} AND {WITHIN_WINDOW}", (self.param("approval_threshold_cents"), EPOCH)
+        )
         line_id, order_id, customer_id, product, _category, price, _delivered, _window = _pick(rng, rows, self.name)
         customer = _customer(image, customer_id)
         reason = rng.choice(tuple(PROBLEMS))
