@@ -143,7 +143,10 @@ def _print(report: Any) -> None:
             d = row.overall
             low, high = d.interval
             hit = [f"{f.family} {f.delta:+.0%}" for f in row.families if f.n_a and f.n_b and f.delta < 0]
-            print(f"  {d.delta:+5.0%} [{low:+.2f}, {high:+.2f}]  {inert('; '.join(row.changes))[:60]}")
+            first, *more = row.changes
+            print(f"  {d.delta:+5.0%} [{low:+.2f}, {high:+.2f}]  {inert(first)[:56]}")
+            for change in more:
+                print(f"{'':26}+ {inert(change)[:52]}")
             if hit:
-                print(f"         {inert(', '.join(hit))[:72]}")
+                print(f"{'':26}{inert(', '.join(hit))[:54]}")
     sys.stdout.flush()
