@@ -58,6 +58,7 @@ HELPDESK = {
 }
 FIXED: dict[str, dict[str, str]] = {
     "helpdesk": {**COMMON, **HELPDESK},
+    "helpdesk_v1": {**COMMON, **HELPDESK},
     "helpdesk_team": {
         **COMMON,
         **HELPDESK,

@@ -24,6 +24,7 @@ from mirrorworld.worlds.helpdesk.rules import (
     CATEGORIES,
     CATEGORY_ROUTING,
     EPOCH,
+    PARAMETERS,
     QUEUES,
     SLA_HOURS,
     TIER_FLOOR,
@@ -700,3 +701,5 @@ FAMILIES: tuple[TaskFamily, ...] = (
     UpdateEmail(),
     KnowledgeAnswer(),
 )
+for _family in FAMILIES:  # the helpdesk's figures until a world binds its own (World.parameters)
+    _family.parameters = PARAMETERS

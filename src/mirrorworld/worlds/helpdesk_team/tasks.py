@@ -39,7 +39,7 @@ from typing import Any
 
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import Check, Fact, SetupOp, Task, TaskFamily, ToolCall
-from mirrorworld.worlds.helpdesk.rules import EPOCH
+from mirrorworld.worlds.helpdesk.rules import EPOCH, PARAMETERS
 from mirrorworld.worlds.helpdesk.tasks import (
     EPOCH_DT,
     PROBLEMS,
@@ -499,3 +499,5 @@ class WrongOrder(TeamFamily):
 
 
 FAMILIES: tuple[TeamFamily, ...] = (RefundApproval(), Escalation(), VerifyIdentity(), WrongOrder())
+for _family in FAMILIES:  # the helpdesk's figures until a world binds its own (World.parameters)
+    _family.parameters = PARAMETERS
