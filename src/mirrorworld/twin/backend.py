@@ -65,7 +65,7 @@ class TwinBackend:
             raise MirrorworldError("a twin backend is already open in this process (Tryton is process-wide)")
         if not tryton.available():
             raise MirrorworldError("Tryton is not installed: pip install 'mirrorworld[twin]'")
-        if world.name != "sales":
+        if world.data_name != "sales":  # the sales world, or a version derived from it
             raise WorldError(f"world {world.name} has no real twin")
         self.world = world
         self._dir = Path(tempfile.mkdtemp(prefix="mw-twin-"))

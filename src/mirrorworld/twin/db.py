@@ -112,7 +112,7 @@ def ensure(
     log: Callable[[str], None] = lambda _m: None,
 ) -> Path:
     """The path of ``world``'s cached twin database (built with ``options``), building it first if needed."""
-    if world.name != "sales":
+    if world.data_name != "sales":  # the sales world, or a version derived from it
         raise WorldError(f"world {world.name} has no real twin (only sales has one)")
     if not tryton.available():
         raise MirrorworldError("Tryton is not installed: pip install 'mirrorworld[twin]'")

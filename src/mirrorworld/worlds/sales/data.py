@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -220,8 +221,13 @@ def history(rng: random.Random, master: Master) -> list[ToolCall]:
 class _GenDb:
     """A :class:`~mirrorworld.worlds.sales.tools.Db` over a bare connection (generation only)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, parameters: Mapping[str, Any] | None = None) -> None:
         self.conn = conn
+        self.parameters = dict(parameters or {})
+
+    def param(self, name: str) -> Any:
+        """The generating world's parameter ``name`` (history is written under the world's rules)."""
+        return self.parameters.get(name, "document" if name == "tax_rounding" else None)
 
     def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
         cur = self.conn.execute(sql, params)
@@ -285,7 +291,9 @@ def build(rng: random.Random, scale: float) -> tuple[Master, list[ToolCall]]:
     return master, history(rng, master)
 
 
-def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
+def generate(
+    conn: sqlite3.Connection, rng: random.Random, scale: float, parameters: Mapping[str, Any] | None = None
+) -> None:
     conn.executescript(SCHEMA.read_text(encoding="utf-8"))
     master, calls = build(rng, scale)
     conn.executemany("INSERT INTO parties VALUES (?,?,?,?)", master.parties)
@@ -293,7 +301,7 @@ def generate(conn: sqlite3.Connection, rng: random.Random, scale: float) -> None
     conn.executemany("INSERT INTO contacts VALUES (?,?,?,?)", master.contacts)
     conn.executemany("INSERT INTO products VALUES (?,?,?,?,?)", master.products)
     conn.executemany("INSERT INTO sequences VALUES (?, 1)", [("sale",), ("opportunity",), ("invoice",)])
-    db = _GenDb(conn)
+    db = _GenDb(conn, parameters)
 
     def due(invoice_id: int) -> Decimal:
         row = db.one("SELECT total, paid FROM invoices WHERE id=?", (invoice_id,))

@@ -52,20 +52,34 @@ def price_text(value: Decimal) -> str:
     return str(value.quantize(PRICE_UNIT, rounding=ROUND_HALF_EVEN))
 
 
-def amounts(lines: Iterable[tuple[int, Decimal | str]]) -> tuple[str, str, str]:
+TAX_ROUNDING = ("document", "line")
+"""How taxes are rounded (Tryton's ``account.configuration.tax_rounding``): once for the whole
+document (the default), or per line and then summed."""
+
+PARAMETERS: dict[str, str] = {"tax_rounding": "document"}
+"""The figures tools, task families and the data generator read from the world (``World.parameters``)."""
+
+
+def amounts(lines: Iterable[tuple[int, Decimal | str]], tax_rounding: str = "document") -> tuple[str, str, str]:
     """(untaxed, tax, total) of a document from its ``(quantity, unit_price)`` lines.
 
     Unit prices have at most 4 decimals (text as stored, or ``Decimal``). The
     sums are exact integer arithmetic in units of 1/10,000 (the result equals
-    the decimal computation, rounding included).
+    the decimal computation, rounding included). ``tax_rounding`` is
+    ``document`` (tax on the sum of the unrounded line amounts, rounded once)
+    or ``line`` (each line's tax rounded, then summed).
     """
+    if tax_rounding not in TAX_ROUNDING:
+        raise ValueError(f"tax_rounding must be one of {TAX_ROUNDING}")
     untaxed = 0  # cents
     raw = 0  # sum of unrounded line amounts, in 1/10,000
+    per_line = 0  # cents: each line's tax rounded
     for quantity, price in lines:
         line = quantity * _price_units(price)
         raw += line
         untaxed += _round_half_even(line, 100)
-    tax = _round_half_even(raw * _TAX_UNITS, 10**6)  # 1/10,000 x 1/10,000 -> cents
+        per_line += _round_half_even(line * _TAX_UNITS, 10**6)
+    tax = per_line if tax_rounding == "line" else _round_half_even(raw * _TAX_UNITS, 10**6)  # 1/10,000^2 -> cents
     return _cents_text(untaxed), _cents_text(tax), _cents_text(untaxed + tax)
 
 

@@ -85,9 +85,15 @@ def _priced_lines(db: Db, sale_id: int) -> list[tuple[int, str]]:
     return db.execute("SELECT quantity, unit_price FROM sale_lines WHERE sale_id=?", (sale_id,)).fetchall()
 
 
+def tax_rounding(db: Db) -> str:
+    """The world's tax rounding (a tool's context reads its world's; the data generator passes its own)."""
+    param = getattr(db, "param", None)
+    return str(param("tax_rounding")) if param is not None else "document"
+
+
 def sale_amounts(db: Db, sale_id: int) -> tuple[str, str, str]:
     """(untaxed, tax, total) of a sale, from its lines."""
-    return amounts(_priced_lines(db, sale_id))
+    return amounts(_priced_lines(db, sale_id), tax_rounding(db))
 
 
 # -- operations (shared by tools and the data generator) ---------------------------
@@ -216,7 +222,7 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
             rule="sale_workflow",
         )
     lines = _priced_lines(db, sale_id)
-    untaxed, tax, total = amounts(lines)
+    untaxed, tax, total = amounts(lines, tax_rounding(db))
     if lines:
         db.execute(
             "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid) "
@@ -420,7 +426,7 @@ def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
         "SELECT id, product_id, quantity, unit_price, discount FROM sale_lines WHERE sale_id=? ORDER BY id",
         (sale_id,),
     )
-    untaxed, tax, total = amounts((r["quantity"], r["unit_price"]) for r in lines)
+    untaxed, tax, total = amounts(((r["quantity"], r["unit_price"]) for r in lines), ctx.param("tax_rounding"))
     return {
         "sale": {**sale, "untaxed_amount": untaxed, "tax_amount": tax, "total_amount": total},
         "lines": lines,

@@ -18,7 +18,7 @@ from mirrorworld.core.world import AuditHooks, Rule, World
 from mirrorworld.verify.claims import disclosures
 from mirrorworld.worlds.sales import claims, data, macros
 from mirrorworld.worlds.sales.audit import SalesAudit
-from mirrorworld.worlds.sales.rules import EPOCH, RULES
+from mirrorworld.worlds.sales.rules import EPOCH, PARAMETERS, RULES
 from mirrorworld.worlds.sales.tasks import FAMILIES
 from mirrorworld.worlds.sales.tools import TOOLS
 
@@ -140,11 +140,14 @@ class SalesWorld(World):
     def declare_rules(self) -> Sequence[Rule]:
         return RULES
 
+    def declare_parameters(self) -> Mapping[str, Any]:
+        return PARAMETERS
+
     def declare_families(self) -> Sequence[TaskFamily]:
         return FAMILIES
 
     def generate(self, conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
-        data.generate(conn, rng, scale)
+        data.generate(conn, rng, scale, self.parameters)
 
     def outcome_view(self, db: sqlite3.Connection, targets: Sequence[EntityRef]) -> dict[str, Any]:
         view: dict[str, Any] = {}
