@@ -113,7 +113,8 @@ def test_an_unknown_world_is_one_line_naming_the_plugin(plugin: Path, tmp_path: 
     done = _python(plugin, "-m", "mirrorworld", "run", "--world", "atlantis", cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
-        "mirrorworld: error: no world named 'atlantis' (known: helpdesk, helpdesk_team, helpdesk_v1, sales, sales_v1, tiny)"
+        "mirrorworld: error: no world named 'atlantis' "
+        "(known: helpdesk, helpdesk_team, helpdesk_v1, sales, sales_v1, tiny)"
     ]
 
 

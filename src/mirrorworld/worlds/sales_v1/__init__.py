@@ -26,8 +26,10 @@ CHANGES = (
         "line",
         policy=(
             (
-                "Tax is computed on the unrounded\n  line amounts and rounded once for the whole document, half-to-even to the\n  cent.",
-                "Tax is computed on each line's\n  unrounded amount and rounded per line, half-to-even to the cent; the\n  document's tax is the sum of its lines' taxes.",
+                "Tax is computed on the unrounded\n  line amounts and rounded once for the whole document, "
+                "half-to-even to the\n  cent.",
+                "Tax is computed on each line's\n  unrounded amount and rounded per line, half-to-even to "
+                "the cent; the\n  document's tax is the sum of its lines' taxes.",
             ),
         ),
     ),
