@@ -398,3 +398,33 @@ def verify_with_faults(world: World, task: object) -> bool:
             if outcome.result.ok or not outcome.result.error.get("retryable"):
                 break
     return bool(verify(ep.session).passed)
+
+
+def test_a_presented_value_the_base_tool_refuses_is_an_error_in_the_presented_names() -> None:
+    v1 = default.get("helpdesk_v1")
+    task = v1.task("refund_with_approval", 0)
+    call = next(c for c in task.gold if c.tool == "request_approval")
+    s = v1.session(task)
+    before = s.state_hash()
+    err = s.call("request_approval", {**call.args, "amount": 10**15}).error
+    assert err["code"] == "invalid_arguments" and "request_approval" in err["message"]
+    err = s.call("create_refund", {"order_id": 1, "line_id": 1, "amount": "1e400", "reason": "damaged"}).error
+    assert err["code"] == "invalid_arguments" and "issue_refund" not in err["message"]
+    assert s.state_hash() == before
+
+
+def test_run_takes_faults_and_records_them(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from mirrorworld.cli import main
+    from mirrorworld.run import RunFile
+
+    out = Path(str(tmp_path)) / "f.sqlite"
+    argv = ["run", "--world", "helpdesk", "--agent", "oracle_retry", "--episodes", "18", "--no-progress"]
+    assert main([*argv, "--faults", "rate=0.1,seed=7", "--out", str(out)]) == 0
+    with RunFile.open(out) as run:
+        assert run.meta["faults"]["rate"] == 0.1
+        records = list(run.episodes())
+    assert all(r.passed for r in records)
+    assert any(not c["ok"] and c["error"].get("retryable") for r in records for c in r.calls)
+    assert main([*argv, "--faults", "rate=2"]) != 0

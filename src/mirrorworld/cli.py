@@ -53,6 +53,13 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
     r.add_argument("--families", default=None, help="comma-separated task families (default: all)")
     r.add_argument("--start", type=int, default=0, help="index of the first task in the split")
     r.add_argument("--max-steps", type=int, default=30)
+    r.add_argument(
+        "--faults",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="inject seeded transient tool failures, e.g. rate=0.1,seed=7 (kinds=timeout+rate_limited+unavailable, "
+        "latency_s=N, writes_only=true)",
+    )
     r.add_argument("--scale", type=float, default=1.0)
     r.add_argument("--out", default=None, help="run file to write (default: runs/<world>-<agent>-<time>.sqlite)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -176,6 +183,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.episodes < 1 or args.trials < 1 or args.max_steps < 1:
         raise MirrorworldError("--episodes, --trials and --max-steps must be at least 1")
+    from mirrorworld.episodes import Faults
+
+    faults = Faults.parse(getattr(args, "faults", None))
     if args.ray is not None:
         from mirrorworld.distributed.cluster import LOCAL, probe_address, require_ray
 
@@ -227,6 +237,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "scale": args.scale,
         "start": args.start,
         "judge": {"base_url": args.judge_base_url, "model": args.judge_model} if judge is not None else None,
+        "faults": faults.to_dict() if faults is not None else None,
     }
     if args.ray is not None:
         meta["ray"] = {"address": args.ray, "workers": args.workers}
@@ -243,6 +254,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "trials": args.trials,
                 "max_steps": args.max_steps,
                 "judge": judge,
+                "faults": faults,
                 "on_record": runfile.add,
                 "progress": update,
             }

@@ -45,6 +45,7 @@ from mirrorworld.core.task import Split
 from mirrorworld.core.world import World
 from mirrorworld.distributed.cluster import connected, last_line, require_ray
 from mirrorworld.distributed.worker import EpisodeWorker, WorkerInfo
+from mirrorworld.episodes import Faults
 from mirrorworld.errors import Failure, MirrorworldError, WorkerError
 from mirrorworld.run.runner import EpisodeRecord, Planned, plan_episodes
 from mirrorworld.verify.judge import TextJudge
@@ -106,6 +107,7 @@ class EpisodePool:
         families: Sequence[str] | None = None,
         max_steps: int = 30,
         judge: TextJudge | None = None,
+        faults: Faults | None = None,
         num_cpus: float = 1.0,
         max_restarts: int = 2,
         ready_timeout: float = 300.0,
@@ -121,7 +123,9 @@ class EpisodePool:
         families = list(families) if families else None
         try:
             self.actors = [
-                actor.remote(world, agent, split=split, families=families, max_steps=max_steps, judge=judge)
+                actor.remote(
+                    world, agent, split=split, families=families, max_steps=max_steps, judge=judge, faults=faults
+                )
                 for _ in range(workers)
             ]
         except (TypeError, ValueError) as err:  # cloudpickle's refusal of an agent or judge
@@ -249,6 +253,7 @@ def run_on_ray(
     trials: int = 1,
     max_steps: int = 30,
     judge: TextJudge | None = None,
+    faults: Faults | None = None,
     chunk_size: int | None = None,
     on_record: Callable[[EpisodeRecord], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -265,6 +270,6 @@ def run_on_ray(
     with connected(address, workers=workers) as ray:
         n = workers if workers is not None else max(1, int(ray.cluster_resources().get("CPU", 1)))
         with EpisodePool(
-            world, agent, workers=n, split=split, families=families, max_steps=max_steps, judge=judge
+            world, agent, workers=n, split=split, families=families, max_steps=max_steps, judge=judge, faults=faults
         ) as pool:
             return pool.play(planned, chunk_size=chunk_size, on_record=on_record, progress=progress)

@@ -25,6 +25,7 @@ import gymnasium as gym
 from mirrorworld.agents.base import Agent
 from mirrorworld.core.task import Split
 from mirrorworld.core.world import World
+from mirrorworld.episodes import Faults
 from mirrorworld.run.runner import EpisodeRecord, Planned, play_episodes
 from mirrorworld.verify.judge import TextJudge
 
@@ -62,8 +63,10 @@ class EpisodeWorker:
         families: Sequence[str] | None = None,
         max_steps: int = 30,
         judge: TextJudge | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self._arrived_with_image = "image" in vars(world)
+        self.faults = faults
         self.world = world
         self.agent = agent
         self.split: Split = split
@@ -102,6 +105,7 @@ class EpisodeWorker:
             families=self.families,
             max_steps=self.max_steps,
             judge=self.judge,
+            faults=self.faults,
         )
 
 

@@ -465,16 +465,17 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
             specs.append(t.inner)
             continue
         stages = tuple(t.stages)
-        inner_defaults = {p.name: p.default for p in t.inner.params}
 
         def run_inward(
             d: dict[str, Any],
             stages: tuple[tuple[Inward, Outward], ...] = stages,
-            defaults: dict[str, Any] = inner_defaults,
+            inner: ToolSpec = t.inner,
         ) -> dict[str, Any]:
             for stage_in, _out in reversed(stages):
                 d = stage_in(d)
-            return {k: d.get(k, default) for k, default in defaults.items()}
+            # The base tool's own checks again: a presented value may map outside what it accepts (a huge
+            # number of cents); its refusal is reported in the presented names (Surface.error).
+            return inner.validate({k: v for k, v in d.items() if k in inner.names and v is not None})
 
         surface = Surface(t.inner, run_inward, dict(t.errors), words if words.map else None)
         specs.append(ToolSpec(name, description, t.inner.kind, params, t.inner.func, surface=surface))

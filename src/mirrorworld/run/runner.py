@@ -41,7 +41,7 @@ from mirrorworld.core.session import Event
 from mirrorworld.core.task import Split, Task, TaskRef, split_seed
 from mirrorworld.core.world import World
 from mirrorworld.envs.chat import ChatEnv
-from mirrorworld.episodes import Episode
+from mirrorworld.episodes import Episode, Faults
 from mirrorworld.errors import Failure, MirrorworldError, boundary
 from mirrorworld.verify.judge import TextJudge
 from mirrorworld.verify.verdict import Verdict
@@ -230,6 +230,7 @@ def play_episodes(
     judge: TextJudge | None = None,
     on_record: Callable[[EpisodeRecord], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    faults: Faults | None = None,
 ) -> list[EpisodeRecord]:
     """Play planned episodes in this process, in order; each record carries its planned index.
 
@@ -237,7 +238,14 @@ def play_episodes(
     the run stops, as a broken family is a bug to fix, not an episode to record.
     ``progress(done, total)`` counts the records of this call.
     """
-    env = ChatEnv(world, split=split, families=list(families) if families else None, max_steps=max_steps, judge=judge)
+    env = ChatEnv(
+        world,
+        split=split,
+        families=list(families) if families else None,
+        max_steps=max_steps,
+        judge=judge,
+        faults=faults,
+    )
     todo = list(planned)
     records: list[EpisodeRecord] = []
     for p in todo:
@@ -263,10 +271,12 @@ def run_episodes(
     judge: TextJudge | None = None,
     on_record: Callable[[EpisodeRecord], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    faults: Faults | None = None,
 ) -> list[EpisodeRecord]:
     """Run ``episodes`` tasks of ``split`` (cycling through families), each ``trials`` times.
 
-    ``judge`` adds a model judge of the customer texts to grading (:mod:`mirrorworld.verify.judge`).
+    ``judge`` adds a model judge of the customer texts to grading (:mod:`mirrorworld.verify.judge`);
+    ``faults`` injects seeded transient tool failures (:mod:`mirrorworld.episodes.faults`).
     The same as :func:`plan_episodes` then :func:`play_episodes`.
     """
     planned = plan_episodes(world, episodes=episodes, split=split, families=families, start=start, trials=trials)
@@ -280,4 +290,5 @@ def run_episodes(
         judge=judge,
         on_record=on_record,
         progress=progress,
+        faults=faults,
     )
