@@ -428,3 +428,12 @@ def test_run_takes_faults_and_records_them(tmp_path: object) -> None:
     assert all(r.passed for r in records)
     assert any(not c["ok"] and c["error"].get("retryable") for r in records for c in r.calls)
     assert main([*argv, "--faults", "rate=2"]) != 0
+
+
+def test_bench_drift_reports_every_figure_as_a_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    from mirrorworld.cli import main
+
+    assert main(["bench", "--drift", "--quick", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    names = [f["name"] for f in report["figures"]]
+    assert len(names) == 4 and all(f["ratio"] and f["ratio"] > 0 for f in report["figures"])

@@ -135,6 +135,7 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
     b.add_argument("--json", action="store_true")
     b.add_argument("--quick", action="store_true", help="a few seconds instead of a minute")
     b.add_argument("--server", action="store_true", help="benchmark the session server (loopback, bounded)")
+    b.add_argument("--drift", action="store_true", help="what a drifted API and fault injection cost per call")
     _ray_options(b, "measure episodes/s on --workers Ray actors against one")
     b.add_argument("--episodes", type=int, default=1200, help="episodes per measurement (with --ray)")
     return p, handlers
@@ -539,6 +540,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from mirrorworld.bench.cli import bench_server
 
         return bench_server(json_output=args.json, quick=args.quick)
+    if args.drift:
+        from mirrorworld.bench.drift import bench_drift, format_drift
+
+        drifted = bench_drift(quick=args.quick)
+        print(json.dumps(drifted, indent=2) if args.json else format_drift(drifted))
+        return 0
     from mirrorworld.bench import format_report, run_bench
 
     report = run_bench(
