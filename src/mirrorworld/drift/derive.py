@@ -361,7 +361,7 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
                 def outward_3(d: dict[str, Any], arg: str = arg) -> dict[str, Any]:
                     return d if d.get(arg) is None else {**d, arg: _cents(d[arg])}
 
-                stage = (inward_3, outward_3)
+                stage: tuple[Inward, Outward] = (inward_3, outward_3)
 
             else:
                 if p.schema.get("type") != "integer":
