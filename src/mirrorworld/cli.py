@@ -130,6 +130,10 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     handlers.update(register_drift(sub, registry))
 
+    from mirrorworld.drift.parity import register as register_parity
+
+    handlers.update(register_parity(sub, registry))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     world_option(b, registry)
     b.add_argument("--json", action="store_true")
