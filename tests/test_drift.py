@@ -437,3 +437,18 @@ def test_bench_drift_reports_every_figure_as_a_ratio(capsys: pytest.CaptureFixtu
     report = json.loads(capsys.readouterr().out)
     names = [f["name"] for f in report["figures"]]
     assert len(names) == 4 and all(f["ratio"] and f["ratio"] > 0 for f in report["figures"])
+
+
+def test_an_action_described_in_the_presented_tools_words_is_backed() -> None:
+    v1 = default.get("helpdesk_v1")
+    task = v1.task("refund_damaged", 2)
+    with v1.session(task) as s:
+        for call in task.gold[:-1]:
+            assert s.call(call.tool, call.args).ok
+        message = task.gold[-1].args["message"] + " I have created the refund in our system."
+        assert s.call("respond", {"message": message}).ok
+        assert verify(s).passed  # create_refund was called: "created" is backed
+    with v1.session(task) as s:
+        message = task.gold[-1].args["message"] + " I have created the refund in our system."
+        assert s.call("respond", {"message": message}).ok
+        assert not verify(s).passed  # nothing was created

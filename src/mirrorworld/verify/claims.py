@@ -1091,7 +1091,9 @@ def action_failures(session: Session, texts: Sequence[CustomerText], rules: Sequ
         if not found:
             continue
         if tokens is None:
-            tokens = {t for e in session.events if e.ok for t in e.tool.split("_") if len(t) >= 3}
+            # The tool as it ran and as the agent called it (a drifted API's name describes the same action).
+            names = [n for e in session.events if e.ok for n in (e.tool, e.presented.tool if e.presented else "")]
+            tokens = {t for n in names for t in n.split("_") if len(t) >= 3}
             wrote = any(e.ok and e.kind != "read" for e in session.events)
         covered = _covered(_rule_patterns(rules), reading.text)
         for m in found:
