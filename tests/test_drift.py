@@ -125,6 +125,8 @@ def _moved(w: World) -> None:
     assert w.parameters["approval_threshold_cents"] == 15_000
     assert "$150.00" in w.policy and "$200.00" not in w.policy
     assert "150.00" in w.rules["refund_approval"].description
+    shown = json.dumps([t.openai_schema() for t in w.tools])
+    assert "$200.00" not in shown and "$150.00" in shown  # the figure as every description states it
 
 
 def _policy(w: World) -> None:

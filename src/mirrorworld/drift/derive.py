@@ -246,7 +246,7 @@ class Presented:
         return ToolCall(inner.name, {k: _plain(v) for k, v in kwargs.items() if k in names and v is not None})
 
 
-def _reworded(p: Param, words: _Words) -> Param:
+def _reworded(p: Param, words: Callable[[str], str]) -> Param:
     doc = str(p.schema.get("description", ""))
     new = words(doc)
     return p if new == doc else _redeclare(p, doc=new)
@@ -265,6 +265,11 @@ def _cents(value: Any) -> int:
     if cents != cents.to_integral_value():
         raise WorldError(f"{value} is not a whole number of cents")
     return int(cents)
+
+
+def _figure_edits(changes: Sequence[Change]) -> list[tuple[str, str]]:
+    """The text edits of the moved parameters: the figure as the policy words it, wherever else it is written."""
+    return [(a, b) for c in changes if isinstance(c, MoveParameter) for a, b in c.policy if a]
 
 
 def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated: bool = False) -> Presented:
@@ -456,11 +461,19 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
                 t.description = _paraphrase(t.description, rng)
                 t.params = [_redeclare(p, doc=_paraphrase(str(p.schema.get("description", "")), rng)) for p in t.params]
 
+    edits = _figure_edits(changes)
+
+    def reword(text: str) -> str:
+        text = words(text)
+        for old, new in edits:
+            text = text.replace(old, new)
+        return text
+
     specs: list[ToolSpec] = []
     for name, t in tools.items():
         changed = t.name != t.inner.name or t.stages or t.errors or t.params != list(t.inner.params)
-        description = words(t.description)
-        params = tuple(_reworded(p, words) for p in t.params)
+        description = reword(t.description)
+        params = tuple(_reworded(p, reword) for p in t.params)
         if not changed and description == t.inner.description and params == t.inner.params:
             specs.append(t.inner)
             continue
@@ -495,6 +508,8 @@ class _DriftedFamily(TaskFamily):
         self.inner = inner
         self.name = inner.name
         self.description = inner.description
+        for old, new in _figure_edits(world.changes):
+            self.description = self.description.replace(old, new)
         self.needs_reply = inner.needs_reply
         self.parameters = inner.parameters
         self._world = world

@@ -55,7 +55,7 @@ CHANGES = (
     RenameArgument("update_customer", "email", "email_address"),
     ChangeErrorCode("policy_refused", "forbidden"),
     MoveParameter("tier_floor", {"gold": "high"}, policy=(("gold → normal", "gold → high"),)),
-    MoveParameter("approval_threshold_cents", 15_000, policy=(("$200.00", "$150.00"),)),
+    MoveParameter("approval_threshold_cents", 15_000, policy=(("$200", "$150"),)),
     RevisePolicy(
         note="escalation severity",
         new=(
