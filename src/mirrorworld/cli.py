@@ -547,7 +547,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.drift:
         from mirrorworld.bench.drift import bench_drift, format_drift
 
-        drifted = bench_drift(quick=args.quick)
+        drifted = bench_drift(quick=args.quick, registry=registry_of(args))
         print(json.dumps(drifted, indent=2) if args.json else format_drift(drifted))
         return 0
     from mirrorworld.bench import format_report, run_bench

@@ -24,10 +24,10 @@ import time
 from typing import Any
 
 from mirrorworld.bench.measure import timed
+from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.world import World
 from mirrorworld.drift import RenameArgument, RenameTool, RetypeArgument, derive
 from mirrorworld.episodes import Episode, EpisodeOptions, Faults
-from mirrorworld.worlds.helpdesk.world import HelpdeskWorld
 
 __all__ = ["bench_drift", "format_drift"]
 
@@ -47,15 +47,16 @@ def _figure(name: str, base_ns: list[int], ns: list[int]) -> dict[str, Any]:
     return {"name": name, "baseline_us": round(b, 2), "us": round(m, 2), "ratio": round(b / m, 3) if m else None}
 
 
-def bench_drift(*, quick: bool = False) -> dict[str, Any]:
-    """Run the drift benchmark; a report of figures (see the module docstring)."""
+def bench_drift(*, quick: bool = False, registry: Registry | None = None) -> dict[str, Any]:
+    """Run the drift benchmark on the helpdesk of ``registry``; a report of figures (see the module docstring)."""
     n = 2_000 if quick else 20_000
+    helpdesk = type((registry or default).get("helpdesk"))
     t0 = time.perf_counter()
-    base: World = HelpdeskWorld()
+    base: World = helpdesk()
     base.task("refund_with_approval", 0)
     first_base = time.perf_counter() - t0
     t1 = time.perf_counter()
-    drifted_cls = derive(HelpdeskWorld, version=990, changes=_CHANGES, name="bench_drift", title="HelpdeskBenchDrift")
+    drifted_cls = derive(helpdesk, version=990, changes=_CHANGES, name="bench_drift", title="HelpdeskBenchDrift")
     drifted: World = drifted_cls()
     drifted.task("refund_with_approval", 0)
     first_drifted = time.perf_counter() - t1
