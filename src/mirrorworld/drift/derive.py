@@ -66,7 +66,7 @@ from mirrorworld.drift.changes import (
 )
 from mirrorworld.errors import TaskError, ToolError, WorldError
 
-__all__ = ["DriftedWorld", "derive"]
+__all__ = ["DISTRACTOR_TOOLS", "DriftedWorld", "derive"]
 
 _DRIFT_DIR = Path(__file__).resolve().parent
 
@@ -142,7 +142,7 @@ class _Words:
 
 # Distractor tools: plausible reads of a business system that no task needs. Each answers from its
 # arguments alone (no state is read or written), deterministically.
-_DISTRACTORS: tuple[tuple[str, str, tuple[tuple[str, Any, str], ...]], ...] = (
+DISTRACTOR_TOOLS: tuple[tuple[str, str, tuple[tuple[str, Any, str], ...]], ...] = (
     ("get_loyalty_balance", "Look up a customer's loyalty points balance.", (("customer_id", int, "The customer."),)),
     ("list_warehouses", "List the company's warehouses and their opening hours.", ()),
     ("get_exchange_rate", "Get today's exchange rate from USD to a currency.", (("currency", str, "ISO code."),)),
@@ -172,6 +172,7 @@ _DISTRACTORS: tuple[tuple[str, str, tuple[tuple[str, Any, str], ...]], ...] = (
         (("customer_id", int, "The customer."),),
     ),
 )
+"""The distractor tools ``AddDistractorTools`` draws from: (name, description, (argument, type, doc) ...)."""
 
 
 def _distractor(name: str, description: str, params: tuple[tuple[str, Any, str], ...]) -> ToolSpec:
@@ -447,7 +448,7 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
         elif isinstance(change, AddDistractorTools):
             rng = random.Random(f"mirrorworld/distractors/{change.seed}")
             taken = set(tools) | {s.name for s in extra} | base_names
-            pool = [d for d in _DISTRACTORS if d[0] not in taken]
+            pool = [d for d in DISTRACTOR_TOOLS if d[0] not in taken]
             if change.count > len(pool):
                 raise WorldError(f"{change.changelog()}: only {len(pool)} distractor tools are left to add")
             extra += [_distractor(*d) for d in rng.sample(pool, change.count)]

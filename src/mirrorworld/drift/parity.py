@@ -641,7 +641,7 @@ def declared_changes(world: World, other: World) -> list[Known]:
     nothing. Empty when ``other`` is not derived from ``world``.
     """
     from mirrorworld.drift import changes as c
-    from mirrorworld.drift.derive import _DISTRACTORS, DriftedWorld
+    from mirrorworld.drift.derive import DISTRACTOR_TOOLS, DriftedWorld
 
     if not isinstance(other, DriftedWorld):
         return []
@@ -677,7 +677,7 @@ def declared_changes(world: World, other: World) -> list[Known]:
             named: list[str | None] = [tools.get(t, t) for t in change.tools] or [None]
             out += [Known("error", t, None, why, mirror=(change.code, None), real=(change.to, None)) for t in named]
         elif isinstance(change, c.AddDistractorTools):
-            out += [Known("tool", d[0], None, why, mirror=(None,)) for d in _DISTRACTORS]
+            out += [Known("tool", d[0], None, why, mirror=(None,)) for d in DISTRACTOR_TOOLS]
     return out
 
 
