@@ -358,32 +358,20 @@ class Session:
         except ToolError as err:
             return self._fail(step, name, spec.kind, None, err)
         surface = spec.surface
-        if surface is not None:
-            return self._call_presented(step, spec, surface, kwargs)
+        presented = None
+        if surface is not None:  # a drifted surface: run the tool it presents, record both (Event.presented)
+            presented = Presented(spec.name, jsonable(kwargs))
+            spec = surface.inner
+            try:
+                kwargs = surface.inward(kwargs)
+            except ToolError as err:
+                return self._fail(step, spec.name, spec.kind, None, err, presented, surface)
         image = self.image
         self._pin(release_db=True)
         try:
             if spec.kind == "read":
-                return self._run_read(step, spec, kwargs)
-            return self._run_write(step, spec, kwargs)
-        finally:
-            self._pins -= 1
-            self._used = next(image.clock)
-
-    def _call_presented(self, step: int, spec: ToolSpec, surface: Surface, kwargs: dict[str, Any]) -> ToolResult:
-        """A call to a tool a drifted surface presents: run the inner tool, record both, rename its error codes."""
-        presented = Presented(spec.name, jsonable(kwargs))
-        inner = surface.inner
-        try:
-            inner_kwargs = surface.inward(kwargs)
-        except ToolError as err:
-            return self._fail(step, inner.name, inner.kind, None, err, presented, surface)
-        image = self.image
-        self._pin(release_db=True)
-        try:
-            if inner.kind == "read":
-                return self._run_read(step, inner, inner_kwargs, surface, presented)
-            return self._run_write(step, inner, inner_kwargs, surface, presented)
+                return self._run_read(step, spec, kwargs, surface, presented)
+            return self._run_write(step, spec, kwargs, surface, presented)
         finally:
             self._pins -= 1
             self._used = next(image.clock)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from abc import ABC
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
@@ -82,9 +82,9 @@ class Change(ABC):
     part: ClassVar[str]
     """The score part (``mirrorworld.core.world.SCORE_PARTS``) the change feeds."""
 
+    @abstractmethod
     def changelog(self) -> str:
         """One line for the changelog."""
-        raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical form: the kind and every field (what the content hash reads)."""

@@ -114,30 +114,27 @@ def _redeclare(p: Param, *, name: str | None = None, annotation: Any = None, doc
     return declare_param(name or p.name, ann, text)
 
 
-_WORD_CACHE: dict[tuple[tuple[str, str], ...], re.Pattern[str]] = {}
-
-
 class _Words:
     """Renamed identifiers, rewritten wherever an agent reads them (policy, descriptions, refusals)."""
 
     def __init__(self) -> None:
         self.map: dict[str, str] = {}
+        self._pattern: re.Pattern[str] | None = None
 
     def add(self, old: str, new: str) -> None:
         for k, v in list(self.map.items()):
             if v == old:
                 self.map[k] = new
         self.map.setdefault(old, new)
+        self._pattern = None
 
     def __call__(self, text: str) -> str:
         if not self.map or not text:
             return text
-        key = tuple(sorted(self.map.items()))
-        pattern = _WORD_CACHE.get(key)
-        if pattern is None:
+        if self._pattern is None:
             alternatives = "|".join(re.escape(k) for k in sorted(self.map, key=len, reverse=True))
-            pattern = _WORD_CACHE[key] = re.compile(rf"(?<![A-Za-z0-9_])({alternatives})(?![A-Za-z0-9_])")
-        return pattern.sub(lambda m: self.map[m.group(1)], text)
+            self._pattern = re.compile(rf"(?<![A-Za-z0-9_])({alternatives})(?![A-Za-z0-9_])")
+        return self._pattern.sub(lambda m: self.map[m.group(1)], text)
 
 
 # Distractor tools: plausible reads of a business system that no task needs. Each answers from its

@@ -109,19 +109,20 @@ def _needs(changes: Sequence[Change], index: int) -> list[int]:
 
 
 def ablation_worlds(old: type[World], changes: Sequence[Change]) -> list[tuple[list[int], type[World]]]:
-    """One world per change of ``changes`` (indexes into it): ``old`` with that change alone (and what it needs)."""
+    """One world per change of ``changes`` (indexes into it): ``old`` with that change alone (and what it needs).
+
+    A change another one needs is reported with it, not alone.
+    """
+    groups = [sorted({*_needs(changes, i), i}) for i in range(len(changes))]
+    pulled = {j for g in groups if len(g) > 1 for j in g}
     out = []
-    covered: set[int] = set()
-    for i in range(len(changes)):
-        group = sorted({*_needs(changes, i), i})
-        if i in covered and len(group) == 1:
+    for i, group in enumerate(groups):
+        if len(group) == 1 and i in pulled:
             continue
         applied = [_in_old_names(changes, j) for j in group]
         world = derive(old, version=900 + i, changes=applied, name=f"ablation_{i}", title=f"{old.title}Ablation{i}")
         out.append((group, world))
-        covered.update(group)
-    # a change pulled in by a later one is reported with it, not alone
-    return [(g, w) for g, w in out if not (len(g) == 1 and any(g[0] in h and len(h) > 1 for h, _ in out))]
+    return out
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,8 @@ def drift_report(
     if ablation:
         worlds = [(g, cls(scale=old.scale, data_seed=old.data_seed)) for g, cls in ablation_worlds(type(old), changes)]
     tick = progress(len(refs) * (2 + len(worlds))) if progress else (lambda: None)
-    before = _play(old, agent_for(old), refs, tick, max_steps)
+    agent = agent_for(old)
+    before = _play(old, agent, refs, tick, max_steps)
     after = _play(new, agent_for(new), refs, tick, max_steps)
     rows = []
     for group, world in worlds:
@@ -218,7 +220,7 @@ def drift_report(
         )
     rows.sort(key=lambda r: (r.overall.delta if r.overall.n_a and r.overall.n_b else 0.0, r.changes))
     return DriftReport(
-        agent=agent_for(old).name,
+        agent=agent.name,
         old=old.id,
         new=new.id,
         old_hash=old.content_hash,
