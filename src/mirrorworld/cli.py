@@ -134,6 +134,14 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     handlers.update(register_parity(sub, registry))
 
+    from mirrorworld.view.cli import register as register_view
+
+    handlers.update(register_view(sub, registry))
+
+    from mirrorworld.play.cli import register as register_play
+
+    handlers.update(register_play(sub, registry))
+
     b = sub.add_parser("bench", help="measure reset, step, verify, episode throughput and memory")
     world_option(b, registry)
     b.add_argument("--json", action="store_true")
