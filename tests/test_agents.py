@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -13,76 +10,20 @@ import pytest
 
 from mirrorworld import make_world
 from mirrorworld.agents import OpenAIAgent, ReplayAgent, make_agent
-from mirrorworld.agents.base import tool_call
-from mirrorworld.errors import AgentError, RegistryError
+from mirrorworld.agents.endpoint import ScriptedEndpoint
+from mirrorworld.errors import AgentError, MirrorworldError, RegistryError
 from mirrorworld.run import RunFile, run_episodes, summarize
 
 WORLD = make_world("helpdesk")
 
 
-class ScriptedEndpoint:
-    """A local chat-completions server that plays each task's gold solution.
-
-    It finds the task from the user message it is sent, and answers the n-th
-    assistant turn with the n-th gold call. Requests are kept for inspection.
-    """
-
-    def __init__(self, tasks: dict[str, Any], *, fail_with: int | None = None) -> None:
-        self.tasks = tasks
-        self.fail_with = fail_with
-        self.requests: list[dict[str, Any]] = []
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                endpoint.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-                if endpoint.fail_with is not None:
-                    self.send_response(endpoint.fail_with)
-                    self.end_headers()
-                    return
-                task = endpoint.tasks[body["messages"][1]["content"]]
-                turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-                if turn < len(task.gold):
-                    call = task.gold[turn]
-                    message = {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [tool_call(f"c{turn}", call.tool, call.args)],
-                    }
-                else:
-                    message = {"role": "assistant", "content": ""}
-                payload = json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ScriptedEndpoint:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def _tasks(n: int) -> dict[str, Any]:
-    tasks = [WORLD.task_for("test", i) for i in range(n)]
-    return {t.instruction: t for t in tasks}
+def _tasks(n: int) -> list[Any]:
+    return [WORLD.task_for("test", i) for i in range(n)]
 
 
 @pytest.fixture
 def endpoint() -> Iterator[ScriptedEndpoint]:
-    with ScriptedEndpoint(_tasks(9)) as ep:
+    with ScriptedEndpoint(_tasks(9), record_bodies=True) as ep:
         yield ep
 
 
@@ -103,8 +44,9 @@ def test_openai_agent_solves_tasks_through_a_local_endpoint(endpoint: ScriptedEn
 
 
 def test_openai_agent_failure_is_an_errored_episode_not_a_crash() -> None:
-    with ScriptedEndpoint(_tasks(1), fail_with=500) as ep:
-        agent = OpenAIAgent(base_url=ep.url, model="m", retries=1)
+    tasks = _tasks(1)
+    with ScriptedEndpoint(tasks, faults={tasks[0].id: "http500"}) as ep:
+        agent = OpenAIAgent(base_url=ep.url, model="scripted", retries=1)
         records = run_episodes(WORLD, agent, episodes=1, split="test")
     assert records[0].error is not None and "HTTP 500" in records[0].error
     assert not records[0].passed and records[0].score == 0.0
@@ -119,7 +61,7 @@ def test_openai_agent_unreachable_endpoint_raises_agent_error() -> None:
 
 
 def test_openai_agent_rejects_a_non_http_url() -> None:
-    with pytest.raises(AgentError):
+    with pytest.raises(MirrorworldError, match="must start with http"):
         OpenAIAgent(base_url="ftp://example", model="m")
 
 

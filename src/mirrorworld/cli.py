@@ -66,8 +66,31 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--seed", type=int, default=0, help="seed of the random agent")
     r.add_argument("--replay", default=None, help="run file for the replay agent")
-    r.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint for the openai agent")
-    r.add_argument("--model", default=None, help="model name for the openai agent")
+    r.add_argument(
+        "--concurrency", type=int, default=1, metavar="N", help="episodes played at once (threads: for model endpoints)"
+    )
+    r.add_argument("--max-errors", type=int, default=None, metavar="N", help="stop once more than N episodes errored")
+    r.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN",
+        help="finish RUN as it was started: play its missing and errored episodes into the same file",
+    )
+    m = r.add_argument_group("model endpoint (--agent openai; the judge shares the transport options)")
+    m.add_argument("--model", default=None, help="model name")
+    m.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI's API)"
+    )
+    m.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="environment variable holding the API key"
+    )
+    m.add_argument("--temperature", type=float, default=0.0)
+    m.add_argument("--top-p", type=float, default=None)
+    m.add_argument("--max-tokens", type=int, default=None)
+    m.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one reply")
+    m.add_argument(
+        "--retries", type=int, default=2, help="retries per request (network errors, 5xx, 429 after its Retry-After)"
+    )
     r.add_argument(
         "--judge-base-url", default=None, help="grade customer texts with a model judge too (off by default)"
     )
@@ -184,18 +207,36 @@ def _world(args: argparse.Namespace, scale: float = 1.0) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """``mirrorworld run``: plan, play, grade and record; see :mod:`mirrorworld.run.evaluate` for resuming
+    and the exit status."""
+    from mirrorworld.run import evaluate
+
     _check_ray_options(args)
+    resumed: dict[str, Any] | None = None
+    if args.resume is not None:
+        if args.multi_agent or args.ray is not None or args.out:
+            raise MirrorworldError("--resume continues a run in its own file, in this process (no --out, --ray)")
+        run_parser = _subcommand(_parser(registry_of(args))[0], "run")
+        resumed = evaluate.restore_options(args, run_parser, (getattr(args, "argv", None) or [])[1:])
     if args.multi_agent and args.ray is not None:
         raise MirrorworldError("--ray plays single-agent runs; --multi-agent runs in one process")
     if args.multi_agent:
+        if args.agent != "oracle":
+            raise MirrorworldError(
+                "--multi-agent plays a policy per role (--policy ROLE=NAME, e.g. tier1=llm); "
+                "--agent is for single-agent runs"
+            )
         from mirrorworld.run.multiagent import run_multi_agent
 
         return run_multi_agent(args)
-    from mirrorworld.agents import make_agent
-    from mirrorworld.run import RunFile, run_episodes, summarize
+    from mirrorworld.run import RunFile, plan_episodes, play_episodes, summarize
 
     if args.episodes < 1 or args.trials < 1 or args.max_steps < 1:
         raise MirrorworldError("--episodes, --trials and --max-steps must be at least 1")
+    if args.concurrency < 1 or (args.max_errors is not None and args.max_errors < 0):
+        raise MirrorworldError("--concurrency must be at least 1 and --max-errors at least 0")
+    if args.concurrency > 1 and args.ray is not None:
+        raise MirrorworldError("--concurrency plays threads in this process; --ray spreads episodes over actors")
     from mirrorworld.episodes import Faults
 
     faults = Faults.parse(getattr(args, "faults", None))
@@ -205,6 +246,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         require_ray()
         if args.ray != LOCAL:
             probe_address(args.ray)  # before the run file exists: a typo leaves nothing behind
+    requested_world = str(args.world)
     artifact = None
     if "@" in str(args.world):
         from mirrorworld.ship.launch import reexec, resolve, same_code
@@ -213,81 +255,167 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.world = name
         installed = registry_of(args).get(name, scale=args.scale) if name in registry_of(args).names() else None
         if installed is None or same_code(installed, art):
-            return reexec(art, getattr(args, "argv", None) or sys.argv[1:], name)
+            argv = list(getattr(args, "argv", None) or sys.argv[1:])
+            if resumed is not None:
+                argv += ["--world", requested_world]  # rewritten to the plain name for the child
+            return reexec(art, argv, name)
         artifact = art.digest
     world = _world(args, args.scale)
     if artifact is None:
         from mirrorworld.ship.launch import check_child
 
         artifact = check_child(world)
+    if resumed is not None and resumed.get("world_hash") != world.content_hash:
+        raise MirrorworldError(
+            f"{args.resume} was run on another build of {world.name} (hash {str(resumed.get('world_hash'))[:16]}, "
+            f"installed {world.content_hash[:16]}); resume it where it was started"
+        )
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     for f in families or ():
         world.family(f)
-    agent = make_agent(args.agent, seed=args.seed, replay=args.replay, base_url=args.base_url, model=args.model)
+    make = evaluate.agent_factory(args)
+    agent = make()
     judge = None
     if getattr(args, "judge_base_url", None) or getattr(args, "judge_model", None):
-        if not (args.judge_base_url and args.judge_model):
-            raise MirrorworldError("a model judge needs both --judge-base-url and --judge-model")
+        if not args.judge_model:
+            raise MirrorworldError("a model judge needs --judge-model (and --judge-base-url or OPENAI_BASE_URL)")
         from mirrorworld.agents.judge import OpenAIJudge
 
-        judge = OpenAIJudge(base_url=args.judge_base_url, model=args.judge_model)
-    out = (
-        Path(args.out)
-        if args.out
-        else Path("runs") / (f"{world.name}-{agent.name}-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.sqlite")
+        judge = OpenAIJudge(
+            base_url=args.judge_base_url,
+            model=args.judge_model,
+            api_key_env=args.api_key_env,
+            timeout=args.timeout,
+            retries=args.retries,
+        )
+    if resumed is not None:
+        out = Path(args.resume)
+    else:
+        out = (
+            Path(args.out)
+            if args.out
+            else Path("runs") / (f"{world.name}-{agent.name}-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.sqlite")
+        )
+        if out.exists() or out.is_symlink():
+            raise RunFileError(f"{out} already exists (pick another --out, or --resume it)")
+    planned = plan_episodes(
+        world, episodes=args.episodes, split=args.split, families=families, start=args.start, trials=args.trials
     )
-    meta = {
-        "world": world.id,
-        "world_hash": world.content_hash,
-        "world_parts": world.score_parts(),
-        "artifact": artifact,
-        "agent": agent.name,
-        "split": args.split,
-        "episodes": args.episodes,
-        "trials": args.trials,
-        "families": families,
-        "max_steps": args.max_steps,
-        "scale": args.scale,
-        "start": args.start,
-        "judge": {"base_url": args.judge_base_url, "model": args.judge_model} if judge is not None else None,
-        "faults": faults.to_dict() if faults is not None else None,
-    }
-    if args.ray is not None:
-        meta["ray"] = {"address": args.ray, "workers": args.workers}
-    runfile = RunFile.create(out, meta)
+    kept: list[Any] = []
+    if resumed is not None:
+        with RunFile.open(out) as old:
+            previous = list(old.episodes())
+        kept = [r for r in previous if not r.errored]
+        runfile = RunFile.append_to(out)
+        runfile.discard(r.index for r in previous if r.errored)
+        done = {r.index for r in kept}
+        todo = [p for p in planned if p.index not in done]
+    else:
+        meta = evaluate.run_meta(
+            args,
+            world,
+            agent,
+            requested_world=requested_world,
+            artifact=artifact,
+            judge=judge,
+            faults=faults,
+            families=families,
+        )
+        if args.ray is not None:
+            meta["ray"] = {"address": args.ray, "workers": args.workers}
+        runfile = RunFile.create(out, meta)
+        todo = planned
+    records: list[Any] = []
+    errors = [0]
+
+    def record(r: Any) -> None:
+        runfile.add(r, keep_index=True)
+        records.append(r)
+        if r.errored:
+            errors[0] += 1
+            if args.max_errors is not None and errors[0] > args.max_errors:
+                raise _TooManyErrors
+
     started = time.perf_counter()
     show = wants_progress(json_output=args.json, disabled=args.no_progress)
+    stopped: str | None = None
     try:
-        with progress_bar(f"{agent.name} on {world.id}", args.episodes * args.trials, enabled=show) as update:
+        with progress_bar(f"{agent.name} on {world.id}", len(todo), enabled=show) as update:
             options: dict[str, Any] = {
-                "episodes": args.episodes,
                 "split": args.split,
                 "families": families,
-                "start": args.start,
-                "trials": args.trials,
                 "max_steps": args.max_steps,
                 "judge": judge,
                 "faults": faults,
-                "on_record": runfile.add,
+                "on_record": record,
                 "progress": update,
             }
             if args.ray is not None:
                 from mirrorworld.distributed import run_on_ray
 
-                records = run_on_ray(world, agent, address=args.ray, workers=args.workers, **options)
-            else:
-                records = run_episodes(world, agent, **options)
-        summary = summarize(records, seconds=time.perf_counter() - started)
-        summary["run_file"] = str(out)
-        runfile.set_meta("summary", summary)
+                run_on_ray(
+                    world,
+                    agent,
+                    address=args.ray,
+                    workers=args.workers,
+                    episodes=args.episodes,
+                    start=args.start,
+                    trials=args.trials,
+                    **options,
+                )
+            elif todo:
+                play_episodes(world, agent, todo, concurrency=args.concurrency, make_agent=make, **options)
+    except _TooManyErrors:
+        stopped = f"stopped after more than {args.max_errors} errored episodes"
+    except KeyboardInterrupt:
+        stopped = "interrupted"
     finally:
+        every = sorted([*kept, *records], key=lambda r: r.index)
+        summary = summarize(every, seconds=time.perf_counter() - started)
+        summary["run_file"] = str(out)
+        summary["planned"] = len(planned)
+        # Complete: every planned episode played and graded (an errored one is played again by --resume).
+        summary["complete"] = len(every) == len(planned) and stopped is None and not any(r.errored for r in every)
+        if stopped is not None:
+            summary["stopped"] = stopped
+        runfile.set_meta("summary", summary)
         runfile.close()
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         _print_summary(summary, title=f"{agent.name} on {world.id} ({args.split} split)")
-        print(f"saved {len(records)} episodes to {out}")
-    return 0
+        of = "" if len(every) == len(planned) else f" of {len(planned)}"
+        print(f"saved {len(every)}{of} episodes to {out}")
+    first = next((r for r in every if r.errored), None)
+    if first is not None:
+        _error_line(
+            f"first error: episode {first.index} ({first.task_id}): {first.failure.boundary} {first.failure.kind}: "
+            f"{first.failure.message}"
+        )
+    if stopped is not None or not summary["complete"]:
+        _error_line(f"{stopped or 'incomplete'}: resume with: mirrorworld run --resume {out}")
+    if stopped == "interrupted":
+        return evaluate.EXIT_INTERRUPTED
+    status = evaluate.exit_status(summary)
+    if status and stopped is None:
+        _error_line(
+            f"{summary['errors']} of {summary['episodes']} episodes errored (not graded): the pass rate covers "
+            f"only the {summary['graded']} graded"
+        )
+    return status
+
+
+class _TooManyErrors(Exception):
+    """Raised from the record callback to stop a run at ``--max-errors``."""
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand of the main parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise MirrorworldError(f"no command {name!r}")
 
 
 def _print_summary(summary: dict[str, Any], title: str) -> None:

@@ -40,7 +40,9 @@ AGENTS = ("noop", "refuse", "claim", "random", "oracle", "oracle_retry", "replay
 
 
 def make_agent(name: str, **options: Any) -> Agent:
-    """An agent by name. ``replay`` needs ``replay=RUN``; ``openai`` needs ``base_url`` and ``model``."""
+    """An agent by name. ``replay`` needs ``replay=RUN``; ``openai`` needs ``model`` and takes ``base_url``,
+    ``api_key_env``, ``temperature``, ``top_p``, ``max_tokens``, ``timeout`` and ``retries``
+    (:class:`~mirrorworld.agents.openai.OpenAIAgent`)."""
     if name == "noop":
         return NoopAgent()
     if name == "refuse":
@@ -58,7 +60,22 @@ def make_agent(name: str, **options: Any) -> Agent:
             raise RegistryError("the replay agent needs a run file (--replay RUN)")
         return ReplayAgent.from_run(options["replay"])
     if name == "openai":
-        if not options.get("base_url") or not options.get("model"):
-            raise RegistryError("the openai agent needs --base-url and --model")
-        return OpenAIAgent(base_url=options["base_url"], model=options["model"], api_key=options.get("api_key"))
+        from mirrorworld.agents.openai import DEFAULT_KEY_ENV, Sampling
+
+        if not options.get("model"):
+            raise RegistryError("the openai agent needs --model (and --base-url or OPENAI_BASE_URL for a local server)")
+        sampling = Sampling(
+            temperature=options.get("temperature", 0.0),
+            top_p=options.get("top_p"),
+            max_tokens=options.get("max_tokens"),
+        )
+        return OpenAIAgent(
+            base_url=options.get("base_url"),
+            model=options["model"],
+            api_key=options.get("api_key"),
+            api_key_env=options.get("api_key_env") or DEFAULT_KEY_ENV,
+            sampling=sampling,
+            timeout=float(options.get("timeout") or 120.0),
+            retries=int(options["retries"]) if options.get("retries") is not None else 2,
+        )
     raise RegistryError(f"no agent named {name!r} (known: {', '.join(AGENTS)})")

@@ -59,3 +59,16 @@ class Agent(ABC):
     @abstractmethod
     def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
         """The next assistant message."""
+
+    def usage(self) -> dict[str, int] | None:
+        """What the episode just played cost, as the agent counts it (a model's tokens), or None.
+
+        Called once an episode ends, before the next ``reset``; the run file
+        records it with the episode.
+        """
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """The agent as a run file records it: its name and what decides its behaviour (a model, its
+        endpoint and sampling), never a secret."""
+        return {"name": self.name}

@@ -13,11 +13,10 @@ boundary ``infrastructure``), never a pass or a fail. Off unless given::
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from mirrorworld.agents.openai import chat_endpoint, post_chat
+from mirrorworld.agents.openai import DEFAULT_KEY_ENV, Endpoint
 from mirrorworld.core.claims import CustomerText
 from mirrorworld.core.task import Task
 from mirrorworld.errors import AgentError
@@ -38,17 +37,15 @@ class OpenAIJudge:
     def __init__(
         self,
         *,
-        base_url: str,
+        base_url: str | None,
         model: str,
         api_key: str | None = None,
+        api_key_env: str = DEFAULT_KEY_ENV,
         timeout: float = 60.0,
         retries: int = 2,
     ) -> None:
-        self.url = chat_endpoint(base_url)
+        self.endpoint = Endpoint(base_url, api_key=api_key, api_key_env=api_key_env, timeout=timeout, retries=retries)
         self.model = model
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.timeout = timeout
-        self.retries = retries
 
     def __call__(self, task: Task, texts: Sequence[CustomerText], policy: str) -> list[str]:
         if not texts:
@@ -66,7 +63,7 @@ class OpenAIJudge:
                 },
             ],
         }
-        payload = post_chat(self.url, body, api_key=self.api_key, timeout=self.timeout, retries=self.retries)
+        payload = self.endpoint.chat(body)
         return _problems(payload)
 
 

@@ -8,6 +8,10 @@ counted instead, in ``errors`` (all of them) and ``errors_by_boundary``.
 ``pass^k`` (Yao et al., tau-bench) is the fraction of tasks passed in *all* of
 their ``k`` trials, over the tasks whose every trial was graded; with one trial
 per task it equals the pass rate.
+
+``usage`` sums what the agent counted the episodes to cost (a model's tokens
+and requests, :meth:`~mirrorworld.agents.base.Agent.usage`), errored episodes
+included: an endpoint bills a failed episode's requests too.
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ def summarize(records: Sequence[EpisodeRecord], *, seconds: float | None = None)
                 failures[gate] += 1
     out["gate_failures"] = failures
     out["trials"] = max((r.trial for r in records), default=0) + 1
+    used = [r.usage for r in records if r.usage]
+    if used:
+        out["usage"] = {key: sum(u.get(key, 0) for u in used) for key in sorted({k for u in used for k in u})}
     if records:
         out["agent"] = records[0].agent
         out["world_hash"] = records[0].world_hash

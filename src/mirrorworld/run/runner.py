@@ -30,6 +30,8 @@ not depend on where it was played.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -81,6 +83,8 @@ class EpisodeRecord:
     error: str | None = None
     seconds: float = 0.0
     failure: Failure | None = None
+    usage: dict[str, int] | None = None
+    """What the agent counted the episode to cost (a model's tokens and requests), when it counts."""
 
     def __post_init__(self) -> None:
         if self.failure is None and self.error is not None:
@@ -173,9 +177,25 @@ def run_episode(env: ChatEnv, agent: Agent, task: Task, *, index: int = 0, trial
         world_hash=env.world.content_hash,
         failure=failure,
         seconds=time.perf_counter() - started,
+        usage=_usage(agent),
     )
     env.close()
     return record
+
+
+def _usage(agent: Agent) -> dict[str, int] | None:
+    """The agent's count of the episode's cost, kept only as small non-negative integers by name."""
+    try:
+        counted = agent.usage()
+    except Exception:  # bookkeeping of the agent's own code: a bug in it costs the count, not the episode
+        return None
+    if not isinstance(counted, dict):
+        return None
+    return {
+        str(k)[:40]: v
+        for k, v in list(counted.items())[:16]
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**53
+    } or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,22 +251,42 @@ def play_episodes(
     on_record: Callable[[EpisodeRecord], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
     faults: Faults | None = None,
+    concurrency: int = 1,
+    make_agent: Callable[[], Agent] | None = None,
 ) -> list[EpisodeRecord]:
-    """Play planned episodes in this process, in order; each record carries its planned index.
+    """Play planned episodes in this process; each record carries its planned index.
+
+    With ``concurrency`` 1 the episodes are played in order by ``agent``. With
+    more, that many worker threads play them at once, each with its own
+    encoding of the world and its own agent from ``make_agent`` (``agent``
+    plays in the first): an agent that waits on a model endpoint spends its
+    time waiting, not computing, so threads overlap the waits. A record does
+    not depend on the concurrency (episodes share nothing and are seeded by
+    their task and trial); ``on_record`` and ``progress`` are called in the
+    calling thread, in the order episodes finish, and the records are returned
+    in planned order. The worker threads are daemons: an interrupt
+    (``KeyboardInterrupt``) in the calling thread returns at once, abandoning
+    the episodes in flight, none of which has been reported.
 
     A task that cannot be generated raises (:class:`~mirrorworld.errors.TaskError`):
     the run stops, as a broken family is a bug to fix, not an episode to record.
     ``progress(done, total)`` counts the records of this call.
     """
-    env = ChatEnv(
-        world,
-        split=split,
-        families=list(families) if families else None,
-        max_steps=max_steps,
-        judge=judge,
-        faults=faults,
-    )
+    if concurrency < 1:
+        raise MirrorworldError(f"concurrency must be at least 1, not {concurrency}")
     todo = list(planned)
+    options: dict[str, Any] = {
+        "split": split,
+        "families": list(families) if families else None,
+        "max_steps": max_steps,
+        "judge": judge,
+        "faults": faults,
+    }
+    if concurrency > 1 and len(todo) > 1:
+        if make_agent is None:
+            raise MirrorworldError("playing episodes concurrently needs an agent per worker (make_agent)")
+        return _play_concurrently(world, agent, make_agent, todo, concurrency, options, on_record, progress)
+    env = ChatEnv(world, **options)
     records: list[EpisodeRecord] = []
     for p in todo:
         record = run_episode(env, agent, world.task_at(p.task), index=p.index, trial=p.trial)
@@ -256,6 +296,63 @@ def play_episodes(
         if progress is not None:
             progress(len(records), len(todo))
     return records
+
+
+def _play_concurrently(
+    world: World,
+    agent: Agent,
+    make_agent: Callable[[], Agent],
+    todo: list[Planned],
+    concurrency: int,
+    options: dict[str, Any],
+    on_record: Callable[[EpisodeRecord], None] | None,
+    progress: Callable[[int, int], None] | None,
+) -> list[EpisodeRecord]:
+    """:func:`play_episodes` over worker threads (see there)."""
+    jobs: queue.SimpleQueue[Planned] = queue.SimpleQueue()
+    for p in todo:
+        jobs.put(p)
+    results: queue.SimpleQueue[EpisodeRecord | BaseException] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def work(player: Agent | None) -> None:
+        try:
+            mine = player if player is not None else make_agent()
+            env = ChatEnv(world, **options)
+            while not stop.is_set():
+                try:
+                    p = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                results.put(run_episode(env, mine, world.task_at(p.task), index=p.index, trial=p.trial))
+        except BaseException as err:  # handed to the calling thread, which raises it
+            results.put(err)
+
+    workers = [
+        threading.Thread(target=work, args=(agent if i == 0 else None,), name=f"episode-worker-{i}", daemon=True)
+        for i in range(min(concurrency, len(todo)))
+    ]
+    for t in workers:
+        t.start()
+    records: list[EpisodeRecord] = []
+    try:
+        while len(records) < len(todo):
+            try:
+                item = results.get(timeout=0.2)  # a bounded wait, so that an interrupt is seen at once
+            except queue.Empty:
+                if not any(t.is_alive() for t in workers) and results.empty():
+                    raise MirrorworldError("the episode workers stopped before every episode was played") from None
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            records.append(item)
+            if on_record is not None:
+                on_record(item)
+            if progress is not None:
+                progress(len(records), len(todo))
+    finally:
+        stop.set()
+    return sorted(records, key=lambda r: r.index)
 
 
 def run_episodes(
@@ -272,11 +369,14 @@ def run_episodes(
     on_record: Callable[[EpisodeRecord], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
     faults: Faults | None = None,
+    concurrency: int = 1,
+    make_agent: Callable[[], Agent] | None = None,
 ) -> list[EpisodeRecord]:
     """Run ``episodes`` tasks of ``split`` (cycling through families), each ``trials`` times.
 
     ``judge`` adds a model judge of the customer texts to grading (:mod:`mirrorworld.verify.judge`);
-    ``faults`` injects seeded transient tool failures (:mod:`mirrorworld.episodes.faults`).
+    ``faults`` injects seeded transient tool failures (:mod:`mirrorworld.episodes.faults`);
+    ``concurrency`` and ``make_agent`` play episodes at once (:func:`play_episodes`).
     The same as :func:`plan_episodes` then :func:`play_episodes`.
     """
     planned = plan_episodes(world, episodes=episodes, split=split, families=families, start=start, trials=trials)
@@ -291,4 +391,6 @@ def run_episodes(
         on_record=on_record,
         progress=progress,
         faults=faults,
+        concurrency=concurrency,
+        make_agent=make_agent,
     )

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     split TEXT NOT NULL, trial INTEGER NOT NULL, agent TEXT NOT NULL, passed INTEGER NOT NULL,
     score REAL NOT NULL, reward REAL NOT NULL, steps INTEGER NOT NULL, messages TEXT NOT NULL,
     calls TEXT NOT NULL, verdict TEXT NOT NULL, task TEXT NOT NULL, world_hash TEXT NOT NULL,
-    error TEXT, seconds REAL NOT NULL, failure TEXT
+    error TEXT, seconds REAL NOT NULL, failure TEXT, usage TEXT
 );
 """
 _JSON_FIELDS = ("messages", "calls", "verdict", "task")
@@ -86,6 +86,7 @@ _SHAPES: dict[str, tuple[type, ...]] = {
     "error": (str, type(None)),
     "seconds": (int, float),
     "failure": (dict, type(None)),
+    "usage": (dict, type(None)),
 }
 """The type each column must hold once read (JSON columns decoded)."""
 
@@ -100,6 +101,8 @@ a byte, so a read of any real run file stays well inside the budget; only a
 query that does more than read what the file holds (which the schema check
 already refuses) can reach it.
 """
+_OPTIONAL = ("failure", "usage")
+"""Columns a run file written before they existed lacks (read as NULL)."""
 _TICK = 1000
 """VM steps between two calls of the progress handler that counts them."""
 _TABLES = ("meta", "episodes")
@@ -160,7 +163,7 @@ class RunFile:
         except RunFileError:
             conn.close()
             raise
-        if not {"idx"} | set(_COLUMNS) - {"index", "failure"} <= present:
+        if not {"idx"} | set(_COLUMNS) - {"index", *_OPTIONAL} <= present:
             conn.close()
             raise RunFileError(f"{path} is not a {FORMAT} run file (its episodes table lacks columns)")
         selected = [("idx" if c == "index" else c) if c in present or c == "index" else "NULL" for c in _COLUMNS]
@@ -263,25 +266,56 @@ class RunFile:
         with self._conn:
             self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
-    def add(self, record: EpisodeRecord) -> None:
-        """Append an episode; the run file numbers episodes in the order they are added."""
-        record.index = len(self)
+    def add(self, record: EpisodeRecord, *, keep_index: bool = False) -> None:
+        """Append an episode. The run file numbers episodes in the order they are added, unless
+        ``keep_index``: then the record keeps its own index (a planned run's), which must be free."""
+        if not keep_index:
+            record.index = len(self)
         row = []
         for name in _COLUMNS:
             value = getattr(record, name)
             if name == "failure":
                 value = None if value is None else json.dumps(value.to_dict())
-            elif name in _JSON_FIELDS:
-                value = json.dumps(value, default=str)
+            elif name in _JSON_FIELDS or name == "usage":
+                value = None if value is None and name == "usage" else json.dumps(value, default=str)
             row.append(value)
         cols = ",".join("idx" if c == "index" else c for c in _COLUMNS)
+        try:
+            with self._conn:
+                self._conn.execute(f"INSERT INTO episodes ({cols}) VALUES ({','.join('?' * len(_COLUMNS))})", row)
+        except sqlite3.IntegrityError:
+            raise RunFileError(f"{self.path} already holds episode {record.index}") from None
+
+    @classmethod
+    def append_to(cls, path: str | Path) -> RunFile:
+        """The run file at ``path`` opened to add episodes (to resume a run), after :meth:`open` checked it whole.
+
+        A file written before a column existed gets it (``ALTER TABLE``), so
+        that what is added keeps everything a record holds.
+        """
+        with cls.open(path) as checked:
+            for _ in checked.episodes():
+                pass
+        p = Path(path)
+        try:
+            conn = sqlite3.connect(p)
+            present = {row[1] for row in conn.execute("PRAGMA table_info(episodes)")}
+            for name in _OPTIONAL:
+                if name not in present:
+                    conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} TEXT")
+        except sqlite3.Error as err:
+            raise RunFileError(f"cannot write to the run file {p}: {err}") from None
+        return cls(conn, p)
+
+    def discard(self, indices: Iterable[int]) -> None:
+        """Remove these episodes (an errored episode about to be played again)."""
         with self._conn:
-            self._conn.execute(f"INSERT INTO episodes ({cols}) VALUES ({','.join('?' * len(_COLUMNS))})", row)
+            self._conn.executemany("DELETE FROM episodes WHERE idx=?", [(int(i),) for i in indices])
 
     def _record(self, row: tuple[Any, ...]) -> EpisodeRecord:
         values = dict(zip(_COLUMNS, row, strict=True))
         where = f"{self.path}: episode {values['index']!r}"[:300]
-        for name in (*_JSON_FIELDS, "failure"):
+        for name in (*_JSON_FIELDS, *_OPTIONAL):
             if values[name] is None:
                 continue
             if not isinstance(values[name], str):
@@ -303,6 +337,11 @@ class RunFile:
                 raise RunFileError(f"{where}: {name} is not a finite number")
         if values["passed"] not in (0, 1) or values["steps"] < 0 or values["trial"] < 0 or values["seconds"] < 0:
             raise RunFileError(f"{where}: passed, steps, trial or seconds is out of range")
+        usage = values["usage"]
+        if usage is not None and not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**53 for v in usage.values()
+        ):
+            raise RunFileError(f"{where}: usage holds something other than counts")
         values["passed"] = bool(values["passed"])
         values["failure"] = None if values["failure"] is None else Failure.from_dict(values["failure"])
         try:

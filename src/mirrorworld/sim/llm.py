@@ -27,7 +27,7 @@ import json
 from typing import Any
 
 from mirrorworld.agents.base import Message
-from mirrorworld.agents.openai import OpenAIAgent
+from mirrorworld.agents.openai import OpenAIAgent, Sampling
 from mirrorworld.core.seats import seats_of
 from mirrorworld.core.task import ToolCall
 from mirrorworld.episodes.team import Action, RoleObservation
@@ -89,7 +89,7 @@ class LLMCustomer(RolePolicy):
             if not base_url or not model:
                 raise ValueError("LLMCustomer needs base_url and model (or an agent)")
             agent = OpenAIAgent(
-                base_url=base_url, model=model, api_key=api_key, temperature=temperature, timeout=timeout
+                base_url=base_url, model=model, api_key=api_key, sampling=Sampling(temperature), timeout=timeout
             )
         self.agent = agent
         self.enforce_patience = enforce_patience
