@@ -243,3 +243,29 @@ def test_ctrl_c_saves_what_finished_and_prints_how_to_resume(tmp_path: Path, cle
         assert summary["stopped"] == "interrupted" and summary["complete"] is False and 2 <= kept < N
         assert main(["run", "--resume", str(out), "--no-progress"]) == 0
     assert _verdicts(out) == _verdicts(clean_run)
+
+
+def test_a_model_can_play_a_staff_role_in_the_team_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "team.sqlite"
+    with ScriptedEndpoint([], record_bodies=True) as ep:
+        argv = ["run", "--multi-agent", "--policy", "tier1=llm", "--model", "scripted", "--base-url", ep.url]
+        assert main([*argv, "--episodes", "2", "--out", str(out), "--no-progress", "--timeout", "2"]) == 0
+    bodies = [r["body"] for r in ep.requests]
+    assert bodies, "the tier1 model was never asked"
+    system = bodies[0]["messages"][0]["content"]
+    assert system.startswith("You work as tier1 in mirrorworld/HelpdeskTeam-v0") and "policy" in system.lower()
+    team = make_world("helpdesk_team")
+    from mirrorworld.core.seats import seats_of
+
+    assert {t["function"]["name"] for t in bodies[0]["tools"]} == set(seats_of(team).role_tools["tier1"])
+    with RunFile.open(out) as run:
+        meta = run.meta
+        episodes = list(run.episodes())
+    assert meta["policies"]["tier1"] == "llm" and meta["policy_config"]["tier1"]["model"] == "scripted"
+    # A model that only waits is graded (and fails), never an errored episode.
+    assert all(not e.errored and not e.passed for e in episodes)
+
+
+def test_multi_agent_refuses_a_single_agent_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--multi-agent", "--agent", "openai", "--episodes", "1"]) == 1
+    assert "--agent is for single-agent runs" in capsys.readouterr().err

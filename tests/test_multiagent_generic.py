@@ -233,7 +233,7 @@ def test_the_seated_world_conforms(desk: DeskWorld) -> None:
 
 def test_the_reference_team_and_menu_are_the_generic_ones(desk: DeskWorld) -> None:
     assert gold_team(desk) == {USER: "gold", CLERK: "gold"}
-    assert set(policy_menu(desk)[CLERK]) == {"gold", "idle", "refuse", "claim"}
+    assert set(policy_menu(desk)[CLERK]) == {"gold", "idle", "refuse", "claim", "llm"}
     policies = make_policies(desk)
     assert all(isinstance(p, GoldStaff) and p.name == "gold" for p in policies.values())
     assert make_policies(desk, {CLERK: "refuse"}, roles=[CLERK])[CLERK].name == "refuse"
@@ -249,7 +249,7 @@ def test_a_menu_factory_gets_the_runner_options(desk: DeskWorld) -> None:
             return {USER: {"llm": "mirrorworld.sim.llm:llm_customer", "gold": "mirrorworld.sim.policies:GoldStaff"}}
 
     world = Menu()
-    assert set(policy_menu(world)[CLERK]) == {"gold", "idle", "refuse", "claim"}  # not on the menu: the baselines
+    assert set(policy_menu(world)[CLERK]) == {"gold", "idle", "refuse", "claim", "llm"}  # the baselines, and a model
     with pytest.raises(RegistryError, match="customer-base-url"):
         make_policies(world, {USER: "llm"})
     made = make_policies(world, {USER: "llm"}, customer_base_url="http://127.0.0.1:9/v1", customer_model="m")

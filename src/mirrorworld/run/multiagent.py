@@ -13,7 +13,9 @@ its :meth:`~mirrorworld.core.seats.Seated.policy_menu` maps each role's
 policy names to import paths (a ``RolePolicy`` class, built with no
 arguments, or a factory called with the runner's options as keyword
 arguments); a role the menu leaves out can be played by the generic
-baselines of :data:`POLICIES` (``gold``, ``idle``, ``refuse``, ``claim``). A
+baselines of :data:`POLICIES` (``gold``, ``idle``, ``refuse``, ``claim``), and
+every role can be played by a model (``llm``: :data:`LLM_STAFF`, with ``--model``
+and the endpoint options of ``run``). A
 role no name is given for plays the world's ``default_team`` policy, else
 ``gold``: that is the reference team (:func:`gold_team`).
 
@@ -40,6 +42,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
+from mirrorworld.agents.base import Agent
 from mirrorworld.core.registry import Registry, default, load_object
 from mirrorworld.core.seats import Seated, seats_of
 from mirrorworld.core.task import Split, Task
@@ -80,6 +83,10 @@ POLICIES: Mapping[str, str] = {
 }
 """The generic baselines by name (import paths): the policies of a role its world's menu leaves out."""
 
+LLM_STAFF = "mirrorworld.sim.llm:llm_staff"
+"""The ``llm`` policy every role has unless its world's menu names its own (the helpdesk team's customer does):
+a model behind ``--model`` and the endpoint options of ``run``, playing the seat through its tools."""
+
 ROLE_FLAGS = ("customer", "tier1", "supervisor", "tier2")
 """Roles with a command-line flag of their own (``--tier1 NAME`` is ``--policy tier1=NAME``)."""
 
@@ -88,7 +95,10 @@ def policy_menu(world: World) -> dict[str, dict[str, str]]:
     """Each role's policies by name: the world's menu, or :data:`POLICIES` for a role the menu leaves out."""
     seats = seats_of(world)
     menu = seats.policy_menu()
-    return {role: dict(menu[role]) if role in menu else dict(POLICIES) for role in seats.roles}
+    out = {role: dict(menu[role]) if role in menu else dict(POLICIES) for role in seats.roles}
+    for names in out.values():
+        names.setdefault("llm", LLM_STAFF)
+    return out
 
 
 def gold_team(world: World) -> dict[str, str]:
@@ -435,6 +445,20 @@ def _policy_names(args: argparse.Namespace) -> dict[str, str]:
     return names
 
 
+_ENDPOINT_OPTIONS = ("base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens", "timeout", "retries")
+"""The ``run`` options an ``llm`` staff role is built from (:func:`mirrorworld.sim.llm.llm_staff`)."""
+
+
+def _model_agents(policies: Mapping[str, RolePolicy]) -> dict[str, Agent]:
+    """The agents behind the roles a model plays (an ``llm`` policy keeps its agent as ``agent``)."""
+    out: dict[str, Agent] = {}
+    for role, policy in policies.items():
+        agent = getattr(policy, "agent", None)
+        if isinstance(agent, Agent):
+            out[role] = agent
+    return out
+
+
 def run_multi_agent(args: argparse.Namespace) -> int:
     """``mirrorworld run --multi-agent``: run the team, record it, print per-role rewards."""
     from mirrorworld.run.trajectories import RunFile
@@ -455,6 +479,7 @@ def run_multi_agent(args: argparse.Namespace) -> int:
         _policy_names(args),
         customer_base_url=getattr(args, "customer_base_url", None),
         customer_model=getattr(args, "customer_model", None),
+        **{key: getattr(args, key, None) for key in _ENDPOINT_OPTIONS},
     )
     names = {role: policy.name for role, policy in policies.items()}
     split: Split = getattr(args, "split", "test")
@@ -467,6 +492,7 @@ def run_multi_agent(args: argparse.Namespace) -> int:
         "world_hash": world.content_hash,
         "agent": "team",
         "policies": names,
+        "policy_config": {role: agent.describe() for role, agent in _model_agents(policies).items()},
         "split": split,
         "episodes": episodes,
         "trials": 1,
