@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -140,3 +141,27 @@ def test_console_script_in_a_subprocess(tmp_path: Path) -> None:
     )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["pass_rate"] == 1.0
+
+
+def test_every_command_help_shows_an_example_and_its_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mirrorworld.cli import EXAMPLES, _parser
+
+    monkeypatch.setenv("COLUMNS", "200")
+    parser, _handlers = _parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(commands) <= set(EXAMPLES)
+    for name, sub in commands.items():
+        text = sub.format_help()
+        assert "examples:\n" in text and EXAMPLES[name][0] in text, name
+    run_help = commands["run"].format_help()
+    assert "(default: 20)" in run_help and "(default: 0.0)" in run_help and "(default: OPENAI_API_KEY)" in run_help
+
+
+def test_every_world_listed_is_accepted_by_name_and_by_id(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "worlds")
+    assert code == 0
+    for line in out.strip().splitlines():
+        name, env_id = line.split("\t")[:2]
+        for given in (name, env_id, env_id.rpartition("/")[2].lower()):
+            code, listed, err = _run(capsys, "tasks", "--world", given, "--json")
+            assert code == 0 and json.loads(listed), (given, err)

@@ -33,9 +33,80 @@ from mirrorworld.progress import progress_bar, wants_progress
 __all__ = ["main"]
 
 
+class _Help(argparse.HelpFormatter):
+    """Help that shows each option's default (when it has one worth showing) and keeps an epilog's examples
+    as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "%(default)" in text
+            or "default:" in text
+            or default is None
+            or isinstance(default, bool)
+            or default == argparse.SUPPRESS
+            or default == []
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:\n"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"mirrorworld: error: {message} (see --help)\n")
+
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "run": (
+        "mirrorworld run --world helpdesk --agent oracle --episodes 100",
+        "mirrorworld run --agent openai --base-url http://localhost:8000/v1 --model NAME --concurrency 8",
+        "mirrorworld run --resume runs/helpdesk-openai-20261202-101500-000000.sqlite",
+        "mirrorworld run --multi-agent --policy tier1=llm --model NAME --base-url URL",
+    ),
+    "show": ("mirrorworld show run.sqlite", "mirrorworld show run.sqlite 3 --json"),
+    "tasks": ("mirrorworld tasks --world sales",),
+    "tools": ("mirrorworld tools --world helpdesk --format openai",),
+    "worlds": ("mirrorworld worlds",),
+    "audit-verifiers": ("mirrorworld audit-verifiers --world helpdesk --seeds 200 --html audit.html",),
+    "audit-run": ("mirrorworld audit-run run.sqlite --json",),
+    "serve": ("mirrorworld serve --world helpdesk --port 8765",),
+    "mcp": ("mirrorworld mcp --world helpdesk",),
+    "review": ("mirrorworld review serve run.sqlite --db review.sqlite", "mirrorworld review stats --db review.sqlite"),
+    "twin": ("mirrorworld twin up --world sales",),
+    "fidelity": ("mirrorworld fidelity --world sales --calls 1200 --html fidelity.html",),
+    "train": ("mirrorworld train --world helpdesk --minutes 12 --out runs/train",),
+    "pack": ("mirrorworld pack helpdesk --out dist",),
+    "env": ("mirrorworld env publish helpdesk", "mirrorworld env gate helpdesk@1 --replay ref.sqlite"),
+    "compare": ("mirrorworld compare before.sqlite after.sqlite",),
+    "export": ("mirrorworld export --format openenv helpdesk --out exports/helpdesk-openenv",),
+    "image": ("mirrorworld image build helpdesk --out helpdesk.tar",),
+    "drift": ("mirrorworld drift --world helpdesk --from v0 --to v1 --agent stale --plot drift.svg",),
+    "parity": ("mirrorworld parity --world sales",),
+    "bench": ("mirrorworld bench --quick", "mirrorworld bench --server --json"),
+    "view": ("mirrorworld view run.sqlite other.sqlite",),
+    "play": ("mirrorworld play --world helpdesk --family refund_damaged --seed 3",),
+}
+"""An example or two per command, shown at the end of its ``--help``."""
+
+
+def _add_examples(parser: argparse.ArgumentParser) -> None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                lines = EXAMPLES.get(name)
+                if lines and not sub.epilog:
+                    sub.epilog = "examples:\n" + "".join(f"  {line}\n" for line in lines)
 
 
 def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
@@ -84,9 +155,9 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
     m.add_argument(
         "--api-key-env", default="OPENAI_API_KEY", metavar="VAR", help="environment variable holding the API key"
     )
-    m.add_argument("--temperature", type=float, default=0.0)
-    m.add_argument("--top-p", type=float, default=None)
-    m.add_argument("--max-tokens", type=int, default=None)
+    m.add_argument("--temperature", type=float, default=0.0, help="sampling temperature")
+    m.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default: the endpoint's)")
+    m.add_argument("--max-tokens", type=int, default=None, help="tokens per reply at most (default: the endpoint's)")
     m.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one reply")
     m.add_argument(
         "--retries", type=int, default=2, help="retries per request (network errors, 5xx, 429 after its Retry-After)"
@@ -173,6 +244,7 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
     b.add_argument("--drift", action="store_true", help="what a drifted API and fault injection cost per call")
     _ray_options(b, "measure episodes/s on --workers Ray actors against one")
     b.add_argument("--episodes", type=int, default=1200, help="episodes per measurement (with --ray)")
+    _add_examples(p)
     return p, handlers
 
 
@@ -662,7 +734,7 @@ def cmd_worlds(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     for name in registry.names():
         w = registry.get(name)
-        print(f"{w.id}\t{len(w.tools)} tools\t{len(w.families)} task families\thash {w.content_hash}")
+        print(f"{name}\t{w.id}\t{len(w.tools)} tools\t{len(w.families)} task families\thash {w.content_hash}")
     return 0
 
 

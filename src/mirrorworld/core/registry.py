@@ -200,12 +200,16 @@ class Registry:
         return [self._specs[n] for n in sorted(self._specs)]
 
     def spec(self, name: str) -> WorldSpec:
-        """The spec of world ``name`` (a name or its versioned env id)."""
+        """The spec of world ``name``: its name or its versioned env id, with or without the namespace
+        (``helpdesk``, ``mirrorworld/Helpdesk-v0``, ``Helpdesk-v0``), in any case."""
         self._ensure()
         key = name.lower() if isinstance(name, str) else ""
         spec = self._specs.get(key)
         if spec is None and isinstance(name, str):
-            spec = next((s for s in self._specs.values() if s.env_id == name), None)
+            spec = next(
+                (s for s in self._specs.values() if key in (s.env_id.lower(), s.env_id.lower().rpartition("/")[2])),
+                None,
+            )
         if spec is None:
             if key in self._broken:
                 raise RegistryError(self._broken[key])

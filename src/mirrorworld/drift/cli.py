@@ -32,8 +32,8 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
     d = sub.add_parser(
         "drift",
         help="an agent on two versions of a world: per-family deltas and which change caused which regression",
-        description="Example: mirrorworld drift --world helpdesk --from v0 --to v1 --agent stale --plot drift.svg",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Runs the agent on both versions' test tasks, ranks the declared changes by the drop each "
+        "causes alone, and plots the per-family deltas.",
     )
     world_option(d, registry, what="the world whose versions are compared")
     d.add_argument("--from", dest="old", default="v0", help="the old version (vN, a world name or an env id)")
