@@ -269,3 +269,17 @@ def test_a_model_can_play_a_staff_role_in_the_team_run(tmp_path: Path, capsys: p
 def test_multi_agent_refuses_a_single_agent_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--multi-agent", "--agent", "openai", "--episodes", "1"]) == 1
     assert "--agent is for single-agent runs" in capsys.readouterr().err
+
+
+def test_the_llm_eval_example_runs_offline() -> None:
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "examples" / "llm_eval.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "HTTP 400" in done.stderr and "resume with" in done.stderr
+    assert "model scripted at http://127.0.0.1:" in done.stdout and " requests, " in done.stdout

@@ -443,7 +443,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         stopped = "interrupted"
     finally:
         every = sorted([*kept, *records], key=lambda r: r.index)
-        summary = summarize(every, seconds=time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        before = (resumed.get("summary") if resumed is not None else None) or {}
+        earlier = before.get("seconds") if isinstance(before, dict) else None
+        if isinstance(earlier, (int, float)) and 0 <= earlier < 1e9:
+            seconds += float(earlier)  # the time of the run, all its sittings together (a file's figure, bounded)
+        summary = summarize(every, seconds=seconds)
         summary["run_file"] = str(out)
         summary["planned"] = len(planned)
         # Complete: every planned episode played and graded (an errored one is played again by --resume).
@@ -465,7 +470,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{first.failure.message}"
         )
     if stopped is not None or not summary["complete"]:
-        _error_line(f"{stopped or 'incomplete'}: resume with: mirrorworld run --resume {out}")
+        why = stopped or f"{summary['errors']} errored episodes to play again"
+        _error_line(f"{why}: resume with: mirrorworld run --resume {out}")
     if stopped == "interrupted":
         return evaluate.EXIT_INTERRUPTED
     status = evaluate.exit_status(summary)
