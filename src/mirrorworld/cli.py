@@ -529,7 +529,7 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     con = _console()
     con.print(table)
     gates = ", ".join(f"{inert(g, 100)} {int(n)}" for g, n in summary["gate_failures"].items())
-    con.print(Text(f"verifier gate failures: {gates}"))
+    con.print(Text(f"gate failures: {gates}"))
     if int(summary.get("errors", 0)):
         con.print(Text(f"errored episodes (not graded, outside the rates): {_errors(summary, counts=False)}"))
     if "episodes_per_s" in summary:

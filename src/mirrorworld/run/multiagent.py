@@ -556,7 +556,7 @@ def print_team_summary(summary: dict[str, Any], title: str) -> None:
     policies = ", ".join(f"{inert(r, 100)}={inert(p, 100)}" for r, p in summary.get("policies", {}).items())
     con.print(Text(f"policies: {policies}"))
     gates = ", ".join(f"{inert(g, 100)} {n}" for g, n in summary["gate_failures"].items())
-    con.print(Text(f"verifier gate failures: {gates}"))
+    con.print(Text(f"gate failures: {gates}"))
     penalised = ", ".join(f"{inert(r, 100)} {n}" for r, n in summary.get("penalised", {}).items()) or "none"
     con.print(
         Text(
