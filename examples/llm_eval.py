@@ -71,7 +71,7 @@ def main() -> None:
         print(f"exit status {code}\n")
         if broken:
             endpoint.faults.clear()  # the endpoint is healthy again: finish the run where it stopped
-            code = mirrorworld("run", "--resume", str(out), *common)
+            code = mirrorworld("run", "--resume", str(out), "--base-url", endpoint.url, *common)
             print(f"exit status {code}\n")
     with RunFile.open(out) as run:
         meta = run.meta

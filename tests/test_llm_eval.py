@@ -138,7 +138,7 @@ def test_every_endpoint_failure_is_counted_apart_and_resume_completes_the_run(
         for i in ERRORED:
             ep.faults.pop(ids[i])
         before = len(ep.requests)
-        assert main(["run", "--resume", str(out), "--no-progress", "--timeout", "1"]) == 0
+        assert main(["run", "--resume", str(out), "--no-progress", "--timeout", "1", "--base-url", ep.url]) == 0
         replayed = {r["task"] for r in ep.requests[before:]}
     assert replayed == {ids[i] for i in ERRORED}
     with RunFile.open(out) as run:
@@ -205,8 +205,13 @@ def test_concurrency_gives_the_same_records_in_the_same_order(tmp_path: Path, cl
 
 
 def test_resume_refuses_to_change_the_run(tmp_path: Path, clean_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--resume", str(clean_run), "--episodes", "3"]) == 1
+    with RunFile.open(clean_run) as run:
+        url = run.meta["options"]["base_url"]
+    assert main(["run", "--resume", str(clean_run), "--episodes", "3", "--base-url", url]) == 1
     assert "--episodes was 12, not 3" in capsys.readouterr().err
+    # The file names its server, but the key goes there only when the user names it again.
+    assert main(["run", "--resume", str(clean_run)]) == 1
+    assert f"was played against {url}: give --base-url {url} to resume it there" in capsys.readouterr().err
     assert main(["run", "--resume", str(tmp_path / "none.sqlite")]) == 2
 
 
@@ -241,7 +246,7 @@ def test_ctrl_c_saves_what_finished_and_prints_how_to_resume(tmp_path: Path, cle
             summary: dict[str, Any] = run.meta["summary"]
             kept = len(run)
         assert summary["stopped"] == "interrupted" and summary["complete"] is False and 2 <= kept < N
-        assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+        assert main(["run", "--resume", str(out), "--no-progress", "--base-url", ep.url]) == 0
     assert _verdicts(out) == _verdicts(clean_run)
 
 

@@ -11,7 +11,10 @@ choices), exactly as if typed. **Options of the transport** (the key's
 variable, timeouts, retries, concurrency, ``--max-errors``, output) are not
 part of the run: a resumed run takes them from the new command line. An
 option of the run given again with another value is refused: a resumed run is
-the run it continues.
+the run it continues. The endpoints (:data:`ENDPOINTS`) are the exception:
+the file says which server the run was played against, but a resumed run
+goes there only when told so again (``--base-url``, or ``OPENAI_BASE_URL``),
+since the API key goes with every request.
 
 **Resuming** keeps every graded episode and plays the rest of the plan: the
 episodes never played (an interrupted run) and the errored ones (an endpoint
@@ -27,6 +30,7 @@ exits with :data:`EXIT_ERRORED`, as it does when ``--max-errors`` stopped it.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -36,6 +40,7 @@ from mirrorworld.agents.base import Agent
 from mirrorworld.errors import MirrorworldError, RunFileError
 
 __all__ = [
+    "ENDPOINTS",
     "EXIT_ERRORED",
     "EXIT_INTERRUPTED",
     "RUN_OPTIONS",
@@ -46,6 +51,10 @@ __all__ = [
     "run_meta",
     "stored_options",
 ]
+
+ENDPOINTS = ("base_url", "judge_base_url")
+"""Run options a resumed run does not take from the file: a run file could name any server, and the
+API key would go there. A resumed run must be given them again, and the same."""
 
 EXIT_ERRORED = 3
 """The exit status of a run stopped by ``--max-errors`` or whose episodes mostly errored."""
@@ -132,6 +141,14 @@ def restore_options(args: argparse.Namespace, parser: argparse.ArgumentParser, a
         line += [f"--{name.replace('_', '-')}", str(value)]
     restored = _parse_stored(parser, line, path)
     given = explicit_options(parser, argv) - {"resume"}
+    for name in ENDPOINTS:
+        then = getattr(restored, name, None)
+        now = getattr(args, name, None) or (os.environ.get("OPENAI_BASE_URL") if name == "base_url" else None)
+        if then is not None and now != then:
+            flag = f"--{name.replace('_', '-')}"
+            raise MirrorworldError(
+                f"{path} was played against {str(then)[:200]}: give {flag} {str(then)[:200]} to resume it there"
+            )
     for name in RUN_OPTIONS:
         now, then = getattr(args, name, None), getattr(restored, name, None)
         if name in given and now != then and not _same_world(name, now, then):
