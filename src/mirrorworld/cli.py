@@ -183,9 +183,19 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     o = sub.add_parser("tools", help="list a world's tools")
     world_option(o, registry)
-    o.add_argument("--format", choices=("table", "openai", "markdown"), default="table")
+    o.add_argument(
+        "--format",
+        choices=("table", "markdown", "openai", "openai-strict", "anthropic", "mcp"),
+        default="table",
+        help="a table or markdown to read; or every tool's schema as JSON, in one client's form",
+    )
 
-    sub.add_parser("worlds", help="list the registered worlds")
+    sub.add_parser(
+        "worlds",
+        help="list the registered worlds",
+        description="One line per world: its name, its versioned id (--world takes either), its tools, its task "
+        "families and its content hash, tab-separated.",
+    )
 
     from mirrorworld.audit.cli import register as register_audit
 
@@ -715,9 +725,12 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    """``mirrorworld tools``: a world's tools to read (table, markdown) or as schemas (see ``core.schemas``)."""
+    from mirrorworld.core.schemas import FORMS, tool_schemas
+
     world = _world(args)
-    if args.format == "openai":
-        print(json.dumps([t.openai_schema() for t in world.tools], indent=2))
+    if args.format in FORMS:
+        print(json.dumps(tool_schemas(world.tools, args.format), indent=2))
         return 0
     if args.format == "markdown":
         for i, t in enumerate(world.tools):

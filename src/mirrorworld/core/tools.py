@@ -5,7 +5,9 @@ A tool is a typed Python function whose first parameter is the
 signature and docstring once and derives everything else from them:
 
 * argument validation and coercion (``ToolSpec.validate``),
-* the OpenAI function-calling schema (``ToolSpec.openai_schema``),
+* the JSON schema of its arguments (``ToolSpec.parameters_schema``) and, from
+  it, every form a client reads (``ToolSpec.schema``: OpenAI, OpenAI strict
+  mode, Anthropic, MCP; see :mod:`mirrorworld.core.schemas`),
 * the tool's place in a world's Gymnasium action space (its index in
   ``World.tools``),
 * the documentation shown by ``mirrorworld tools``.
@@ -18,7 +20,23 @@ row of ``orders``; ``Annotated[str, FREE_TEXT]`` marks prose (a reply body)
 whose exact wording no grader compares. Coercion accepts the harmless variants an agent produces —
 ``25`` for ``25.0``, ``"25.00"`` or ``"$25"`` for a number, ``"42"`` for an
 integer id, any case and surrounding whitespace for an enum value — and rejects
-everything else with ``ToolError("invalid_arguments", …)``.
+everything else with ``ToolError("invalid_arguments", …)``. An explicit
+``null`` for an optional argument means the argument is absent (what a
+strict-mode client sends for an argument it leaves out).
+
+**Money is a JSON number.** A ``Decimal`` parameter's schema says
+``"type": "number"``, and gold solutions send numbers (:func:`json_number`),
+never strings: a schema-validating or strict-mode client cannot send
+``"35.99"`` for a number, and a model fine-tuned on gold calls should learn
+the form the schema states. Tool results already give money as numbers. The
+value stays exact: a float is read through its shortest round-trip text
+(``repr(35.99) == "35.99"``), so any amount of at most 15 significant digits
+(every amount in range, :data:`MAX_NUMBER` with cents, has at most 14) arrives
+as the ``Decimal`` the agent wrote; a world then rounds or refuses it by its
+own rules (``to_cents`` refuses a third decimal). A number is also what a
+drifted world's ``RetypeArgument(..., "cents")`` turns into an integer
+number of cents, a type change a validating client sees. Strings stay
+accepted as a harmless variant, for agents that quote numbers anyway.
 
 A tool is ``read`` (never changes state), ``write`` (runs in its own savepoint,
 committed whole or rolled back whole) or ``terminal`` (ends the episode).
@@ -36,11 +54,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from mirrorworld.core.schemas import SchemaForm, tool_schema
 from mirrorworld.errors import ToolError, WorldError
 
 __all__ = [
     "FREE_TEXT",
     "MAX_LIST",
+    "MAX_NUMBER",
     "MAX_STRING",
     "Param",
     "Ref",
@@ -48,6 +68,7 @@ __all__ = [
     "ToolKind",
     "ToolSpec",
     "declare_param",
+    "json_number",
     "show_input",
     "tool",
 ]
@@ -154,18 +175,18 @@ class ToolSpec:
 
     def openai_schema(self) -> dict[str, Any]:
         """The tool in OpenAI function-calling format."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters_schema,
-            },
-        }
+        return tool_schema(self, "openai")
+
+    def schema(self, form: SchemaForm) -> dict[str, Any]:
+        """The tool in ``form``: openai, openai-strict, anthropic or mcp (:mod:`~mirrorworld.core.schemas`)."""
+        return tool_schema(self, form)
 
     def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Coerce agent arguments to the declared types.
 
+        Every declared argument is in the result: an absent optional one, or
+        one sent as ``null``, holds its default (the two are the same call,
+        whichever client made it); a required one sent as ``null`` is missing.
         Raises ``ToolError("invalid_arguments")`` naming the first bad argument.
         """
         if not self.names.issuperset(args):
@@ -233,7 +254,34 @@ def _coerce_int(value: Any) -> int:
     raise _Bad(f"expected an integer, got {_show(value)}")
 
 
-_DECIMAL_LIMIT = Decimal(10) ** 12
+MAX_NUMBER = 10**12
+"""A ``Decimal`` argument's magnitude is below this."""
+_DECIMAL_LIMIT = Decimal(MAX_NUMBER)
+
+
+def json_number(value: Decimal | str | int) -> int | float:
+    """An exact decimal as the JSON number a gold call sends for a ``Decimal`` parameter.
+
+    ``"35.99"`` is ``35.99``, ``"1250.00"`` is ``1250.0``, ``"12"`` is ``12``:
+    an integral value written without decimals stays an integer, any other a
+    float whose shortest text (``repr``) is the same number, which is what
+    coercion reads back (see the module docstring). A value no float carries
+    exactly (more than 15 significant digits) or out of range is a world's bug,
+    raised as :class:`~mirrorworld.errors.WorldError`.
+    """
+    try:
+        dec = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except InvalidOperation:
+        raise WorldError(f"{str(value)[:40]!r} is not a number") from None
+    if not dec.is_finite() or abs(dec) >= _DECIMAL_LIMIT:
+        raise WorldError(f"{str(value)[:40]!r} is not a finite number in range")
+    exponent = dec.as_tuple().exponent
+    if isinstance(exponent, int) and exponent >= 0:
+        return int(dec)
+    number = float(dec)
+    if Decimal(repr(number)) != dec:
+        raise WorldError(f"{dec} has no exact JSON number form (more than 15 significant digits)")
+    return number
 
 
 def _coerce_decimal(value: Any) -> Decimal:
@@ -252,7 +300,10 @@ def _coerce_decimal(value: Any) -> Decimal:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise _Bad("expected a finite number")
-        value = repr(value)
+        dec = Decimal(repr(value))  # the shortest text that reads back as this float: 35.99, 1e-05
+        if abs(dec) < _DECIMAL_LIMIT:
+            return dec
+        raise _Bad("number out of range")
     if isinstance(value, str):
         m = _NUM_RE.match(value) if len(value) <= 40 else None
         if m:

@@ -11,7 +11,8 @@ Two transports:
   (or ``python -m mirrorworld.server.mcp ...``): one session of one task for the
   life of the process, for desktop MCP clients.
 
-The tools are the world's, with their JSON schemas from ``@tool``. A call runs
+The tools are the world's, in the MCP form of their one ``@tool`` declaration
+(:func:`mirrorworld.core.schemas.mcp_tool`). A call runs
 exactly like ``Session.call``: a bad argument, an unknown tool or a refused
 action is a result with ``isError: true`` whose ``structuredContent`` is
 ``{"error": {code, message}}`` (the SDK's own JSON-schema check is turned off
@@ -44,6 +45,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyUrl
 
+from mirrorworld.core.schemas import mcp_tool
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.options import registry_of
 from mirrorworld.server.openenv import mcp_call_result
@@ -76,9 +78,7 @@ def build_mcp_server(manager: SessionManager, locate: Locate, *, instructions: s
     async def list_tools() -> list[types.Tool]:
         sid, _ = locate(server)
         world = manager.get(sid).world if sid in manager else manager.world(manager.world_names[0])
-        return [
-            types.Tool(name=t.name, description=t.description, inputSchema=t.parameters_schema) for t in world.tools
-        ]
+        return [types.Tool(**mcp_tool(t)) for t in world.tools]
 
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator, no-untyped-call, misc]
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import Check, Fact, SetupOp, Task, TaskFamily, ToolCall
+from mirrorworld.core.tools import json_number
 from mirrorworld.errors import TaskError
 from mirrorworld.worlds.helpdesk.data import TICKET_TEMPLATES
 from mirrorworld.worlds.helpdesk.rules import (
@@ -182,7 +183,9 @@ class _RefundFamily(TaskFamily):
         approval_id = None
         if self.above_threshold:
             approval_id = _next_id(image, "approvals")
-            gold.append(ToolCall("request_approval", {"order_id": order_id, "amount": amount, "reason": reason}))
+            gold.append(
+                ToolCall("request_approval", {"order_id": order_id, "amount": json_number(amount), "reason": reason})
+            )
             checks.append(
                 Check(
                     "refund approved by a supervisor",
@@ -196,7 +199,7 @@ class _RefundFamily(TaskFamily):
                 {
                     "order_id": order_id,
                     "line_id": line_id,
-                    "amount": amount,
+                    "amount": json_number(amount),
                     "reason": reason,
                     **({"approval_id": approval_id} if approval_id else {}),
                 },

@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from mirrorworld.core.task import Task, ToolCall
+from mirrorworld.core.tools import json_number
 from mirrorworld.core.world import AuditHooks
 
 if TYPE_CHECKING:
@@ -77,7 +79,7 @@ class TeamAudit(AuditHooks):
             if call.tool == "request_supervisor_approval":
                 # Ask for more than the line allows and have the supervisor approve it anyway.
                 greedy = ToolCall(
-                    "request_supervisor_approval", {**args, "amount": f"{float(args['amount']) + 50:.2f}"}
+                    "request_supervisor_approval", {**args, "amount": json_number(Decimal(str(args["amount"])) + 50)}
                 )
                 out.append(("supervisor approves more than the line allows", [*gold[:i], greedy, *gold[i + 1 :]]))
         return out

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from mirrorworld.core.task import ToolCall
+from mirrorworld.core.tools import json_number
 from mirrorworld.episodes.team import Action, RoleObservation
 from mirrorworld.sim.policies import GoldStaff, RoleContext, RolePolicy
 
@@ -32,7 +33,8 @@ class OverreachingStaff(GoldStaff):
 
     def transform(self, call: ToolCall) -> ToolCall:
         if call.tool in ("request_supervisor_approval", "issue_refund") and isinstance(call.args, dict):
-            return ToolCall(call.tool, {**call.args, "amount": str(Decimal(str(call.args["amount"])) + 50)})
+            more = json_number(Decimal(str(call.args["amount"])) + 50)
+            return ToolCall(call.tool, {**call.args, "amount": more})
         return call
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import Check, Fact, SetupOp, Task, TaskFamily, ToolCall
+from mirrorworld.core.tools import json_number
 from mirrorworld.worlds.helpdesk.rules import EPOCH, PARAMETERS
 from mirrorworld.worlds.helpdesk.tasks import (
     EPOCH_DT,
@@ -203,7 +204,7 @@ class RefundApproval(TeamFamily):
                     "ticket_id": tid,
                     "order_id": order_id,
                     "line_id": line_id,
-                    "amount": amount,
+                    "amount": json_number(amount),
                     "reason": reason,
                     "summary": f"Customer reports the {product} on order #{order_id} {reason.replace('_', ' ')}; "
                     f"full refund of ${amount} for line {line_id}, within the return window.",
@@ -223,7 +224,7 @@ class RefundApproval(TeamFamily):
                 {
                     "order_id": order_id,
                     "line_id": line_id,
-                    "amount": amount,
+                    "amount": json_number(amount),
                     "reason": reason,
                     "approval_id": approval_id,
                 },
@@ -447,7 +448,10 @@ class WrongOrder(TeamFamily):
             ),
             _reply(tid, f"Sorry, my mistake - it's order #{order_id}."),
             ToolCall("get_order", {"order_id": order_id}),
-            ToolCall("issue_refund", {"order_id": order_id, "line_id": line_id, "amount": amount, "reason": reason}),
+            ToolCall(
+                "issue_refund",
+                {"order_id": order_id, "line_id": line_id, "amount": json_number(amount), "reason": reason},
+            ),
             ToolCall(
                 "respond",
                 {"message": f"Thanks for checking. I've refunded ${amount} for the {product} on order #{order_id}."},

@@ -18,6 +18,7 @@ from typing import Any
 
 from mirrorworld.core.store import Image
 from mirrorworld.core.task import Check, EntityRef, Fact, Task, TaskFamily, ToolCall
+from mirrorworld.core.tools import json_number
 from mirrorworld.errors import TaskError
 from mirrorworld.worlds.sales.rules import PARAMETERS, amounts, money, unit_price
 
@@ -124,7 +125,9 @@ class NewLead(TaskFamily):
             seed,
             _customer_says(image, pid, f"We are planning {topic}, budget around ${amount}. Can you note it down?"),
             [
-                ToolCall("create_lead", {"party_id": pid, "description": topic.capitalize(), "amount": amount}),
+                ToolCall(
+                    "create_lead", {"party_id": pid, "description": topic.capitalize(), "amount": json_number(amount)}
+                ),
                 ToolCall("respond", {"message": f"I recorded your project as lead {number}."}),
             ],
             (("party", pid), ("opportunity", oid)),
@@ -218,7 +221,11 @@ class _QuoteFamily(TaskFamily):
             gold.append(
                 ToolCall(
                     "request_discount_approval",
-                    {"sale_id": sid, "discount": str(discount), "reason": "Customer asked for a volume discount"},
+                    {
+                        "sale_id": sid,
+                        "discount": json_number(discount),
+                        "reason": "Customer asked for a volume discount",
+                    },
                 )
             )
             ask += f" Our manager agreed a {discount}% discount on the {n1} with your rep."
@@ -227,7 +234,7 @@ class _QuoteFamily(TaskFamily):
             )
         line1: dict[str, Any] = {"sale_id": sid, "product_id": p1, "quantity": q1}
         if self.discounted:
-            line1["discount"] = str(discount)
+            line1["discount"] = json_number(discount)
         gold += [
             ToolCall("add_line", line1),
             ToolCall("add_line", {"sale_id": sid, "product_id": p2, "quantity": q2}),
@@ -324,7 +331,7 @@ class CollectPayment(TaskFamily):
         gold = [] if state == "posted" else [ToolCall("post_invoice", {"invoice_id": iid})]
         untaxed = str(image.query("SELECT untaxed FROM invoices WHERE id=?", (iid,))[0][0])
         gold += [
-            ToolCall("pay_invoice", {"invoice_id": iid, "amount": total}),
+            ToolCall("pay_invoice", {"invoice_id": iid, "amount": json_number(total)}),
             ToolCall("respond", {"message": f"We received your payment of ${total} for order {number}. Thank you!"}),
         ]
         return _task(
