@@ -218,7 +218,7 @@ def _gate(args: argparse.Namespace, store: Any) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from mirrorworld.run import RunFile
-    from mirrorworld.ship.compare import Provenance, check_comparable, deltas, format_deltas
+    from mirrorworld.ship.compare import Provenance, check_comparable, comparison, format_comparison
 
     with RunFile.open(args.runs[0]) as a, RunFile.open(args.runs[1]) as b:
         pa, pb = Provenance.of(a.meta), Provenance.of(b.meta)
@@ -229,9 +229,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 f" differ in {', '.join(differ)}",
                 file=sys.stderr,
             )
-        rows = deltas(list(a.episodes()), list(b.episodes()))
+        report = comparison(list(a.episodes()), list(b.episodes()))
     if args.json:
-        print(json.dumps({"incomparable": differ, "families": [d.to_dict() for d in rows]}, indent=2))
+        print(json.dumps({"incomparable": differ, **report}, indent=2))
     else:
-        print(format_deltas(rows, "A", "B"))
+        print(f"A: {ascii(str(args.runs[0]))[1:-1]}\nB: {ascii(str(args.runs[1]))[1:-1]}")
+        print(format_comparison(report))
     return 0
