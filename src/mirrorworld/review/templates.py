@@ -330,4 +330,8 @@ TEMPLATES = {
     "drift.html": _DRIFT,
     "reviewers.html": _REVIEWERS,
     "error.html": _ERROR,
+    # Fragments, not pages: the episode (task, conversation, state changes) and the verifier's verdict, as
+    # the item page shows them; the run viewer (mirrorworld.view) includes them in its own pages.
+    "episode.html": _EPISODE,
+    "verdict.html": _VERDICT,
 }
