@@ -12,13 +12,18 @@ an agent sends raises. After the end, as in every adapter, each tool call gets
 the ``episode_over`` error and changes nothing (:mod:`mirrorworld.episodes`).
 ``last_outcome`` is the :class:`~mirrorworld.episodes.StepOutcome` of the
 latest call, and ``reward`` the return so far.
+
+``render_mode="ansi"`` (as in Gymnasium): ``render()`` returns the conversation
+so far as text, the task, each tool call with its arguments and result, the
+agent's text, and the verdict once the episode has ended, all of it inert and
+bounded (:mod:`mirrorworld.envs.ansi`); None without it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.task import Split, Task
@@ -40,6 +45,8 @@ SYSTEM_PROMPT = (
 class ChatEnv:
     """Chat-style episodes over one world. See the module docstring."""
 
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+
     def __init__(
         self,
         world: str | World = "helpdesk",
@@ -51,7 +58,11 @@ class ChatEnv:
         judge: TextJudge | None = None,
         registry: Registry | None = None,
         faults: Faults | str | Mapping[str, Any] | None = None,
+        render_mode: str | None = None,
     ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise MirrorworldError(f"render_mode must be one of {self.metadata['render_modes']}, not {render_mode!r}")
+        self.render_mode = render_mode
         self.world = (registry or default).get(world) if isinstance(world, str) else world
         self.split: Split = check_split(split)
         self.families = tuple(families) if families else None
@@ -137,6 +148,18 @@ class ChatEnv:
         """Apply a single OpenAI tool call; return its tool message."""
         replies = self.step({"role": "assistant", "content": None, "tool_calls": [tool_call]})
         return replies[0] if replies else {"role": "tool", "content": "{}"}
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``, the conversation so far as text (see the module docstring); else None."""
+        if self.render_mode != "ansi" or self.episode is None:
+            return None
+        from mirrorworld.envs.ansi import chat_transcript
+
+        ep = self.episode
+        out = chat_transcript(self.messages, f"[step {ep.session.steps}] {self.world.id}")
+        if ep.over:
+            out.ended(ep.verdict, failure=ep.failure.message if ep.failure is not None else None)
+        return out.text()
 
     def verdict(self) -> Verdict:
         """The verdict (grading the episode now if it is still running)."""

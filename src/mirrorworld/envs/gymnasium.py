@@ -33,6 +33,12 @@ The ids are registered without a ``max_episode_steps``, so ``gym.make`` adds no
 one wrapped by hand) is invisible to the env: if it cuts the episode before
 ``max_steps``, that last step carries no verdict and the shaping stays unsettled
 (up to the potential reached). Give the budget as ``max_steps`` instead.
+
+``render_mode="ansi"``: ``render()`` returns the episode so far as text, a
+``[step n] view`` line, then the instruction, every call with its arguments and
+the result the agent got, and the verdict once the episode has ended; all of it
+inert and bounded (:mod:`mirrorworld.envs.ansi`). Without it, ``render()``
+returns None and the env keeps no log.
 """
 
 from __future__ import annotations
@@ -207,6 +213,8 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         render_mode: str | None = None,
         faults: Faults | str | Mapping[str, Any] | None = None,
     ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise MirrorworldError(f"render_mode must be one of {self.metadata['render_modes']}, not {render_mode!r}")
         if isinstance(world, str):
             world = (registry or default).get(world, scale=scale, data_seed=data_seed)
         self.options = EpisodeOptions(
@@ -232,6 +240,8 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._last_view, self._last_view_text = "", ""
         self._last_viewed: tuple[str, ...] = ()
         self._last_records = ""
+        self._log: list[tuple[str, Any, str]] | None = [] if render_mode == "ansi" else None
+        """What the agent sent and saw at each step, kept only to be rendered."""
 
     # -- Gymnasium API -------------------------------------------------------
 
@@ -273,6 +283,8 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             self._episode.close()
         self._episode = Episode(self.world, task, self.options)
         self._instruction = _ascii(task.instruction)
+        if self._log is not None:
+            self._log = []
         obs = self._observe("")
         return obs, {"task_id": task.id, "family": task.family, "split": task.split}
 
@@ -283,13 +295,24 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         name, args = decode_action(action, self.tool_names)
         outcome = ep.step(name, args)
         obs = self._observe(_clip(outcome.content()))
+        if self._log is not None:
+            self._log.append((name, args, obs["last_result"]))
         return obs, outcome.reward, outcome.terminated, outcome.truncated, outcome.info()
 
     def render(self) -> str | None:
-        if self.render_mode != "ansi" or self._obs is None:
+        """With ``render_mode="ansi"``, the episode so far as text (see the module docstring); else None."""
+        if self.render_mode != "ansi" or self._obs is None or self._episode is None:
             return None
-        o = self._obs
-        return f"[step {int(o['step'])}] {o['view']}\n{o['last_result']}"
+        from mirrorworld.envs.ansi import Transcript
+
+        o, ep = self._obs, self._episode
+        out = Transcript(f"[step {int(o['step'])}] {o['view']}".rstrip())
+        out.said("task", self._instruction)
+        for name, args, result in self._log or ():
+            out.called(name, args, result)
+        if ep.over:
+            out.ended(ep.verdict, failure=ep.failure.message if ep.failure is not None else None)
+        return out.text()
 
     def close(self) -> None:
         if self._episode is not None:
