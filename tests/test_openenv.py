@@ -37,7 +37,8 @@ def test_openenvs_generic_client_plays_an_episode(server: BackgroundServer) -> N
     with GenericEnvClient(base_url=server.url).sync() as env:
         first = env.reset(task_id=task.id, max_steps=10)
         assert first.observation["instruction"] == task.instruction and not first.done and first.reward is None
-        assert "cancel_order" in first.observation["tools"]
+        assert "cancel_order" in [t["name"] for t in first.observation["tools"]]
+        assert all(t["inputSchema"]["type"] == "object" for t in first.observation["tools"])
         session_id = first.metadata["session_id"] if first.metadata else None
         assert session_id in server.manager
 
@@ -127,3 +128,70 @@ def test_openenvs_json_rpc_mcp_endpoint(server: BackgroundServer) -> None:
         assert rpc(c, "openenv/session/close", {"session_id": sid})["result"]["closed"]
         gone = rpc(c, "tools/call", {"session_id": sid, "name": "get_policy"})
         assert gone["error"]["data"]["error"]["code"] == "session_closed"
+
+
+# -- OpenEnv's MCP client: MCPToolClient with a task id, CallToolAction, ListToolsAction ---------------------------
+
+
+def test_mcp_tool_client_resets_onto_a_task_and_plays_it_to_a_verdict(server: BackgroundServer) -> None:
+    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation, ListToolsObservation
+    from openenv.core.mcp_client import MCPToolClient
+
+    world = make_world("helpdesk")
+    task = world.task("refund_damaged", 3)
+    with MCPToolClient(base_url=server.url).sync() as env:
+        first = env.reset(task_id=task.id)
+        assert isinstance(first.observation, ListToolsObservation)
+        assert [t.name for t in first.observation.tools] == list(world.tool_names)
+        refund = next(t for t in first.observation.tools if t.name == "issue_refund")
+        assert refund.input_schema == world.tools_by_name["issue_refund"].parameters_schema
+        assert first.metadata["task_id"] == task.id and first.metadata["instruction"] == task.instruction
+        assert [t.name for t in env.list_tools()] == list(world.tool_names)
+        assert env.state().step_count == 0  # listing the tools is not a step
+        last = None
+        for call in task.gold:
+            last = env.step(CallToolAction(tool_name=call.tool, arguments=call.args))
+            assert isinstance(last.observation, CallToolObservation)
+            assert last.observation.tool_name == call.tool and last.observation.error is None
+        assert last is not None and last.done
+        assert last.metadata["verdict"]["passed"] is True
+        # A refused call is a result the agent reads, not a transport error.
+        env.reset(task_id=task.id)
+        refused = env.step(CallToolAction(tool_name="issue_refund", arguments={"order_id": "x"}))
+        assert refused.observation.result["error"]["code"] == "invalid_arguments" and not refused.done
+
+
+def test_mcp_tool_client_call_tool_returns_the_result(server: BackgroundServer) -> None:
+    from openenv.core.mcp_client import MCPToolClient
+
+    with MCPToolClient(base_url=server.url).sync() as env:
+        env.reset(task_id="cancel_order/0")
+        policy = env.call_tool("get_policy")
+        assert policy and "cancel" in json_text(policy).lower()
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        ({"type": "call_tool"}, "tool_name"),
+        ({"type": "call_tool", "tool_name": "get_policy", "arguments": [1]}, "arguments"),
+        ({"type": "call_tool", "tool_name": "get_policy", "extra": 1}, "unknown field"),
+        ({"type": "list_tools", "tool_name": "x"}, "unknown field"),
+        ({"type": "drop_tables"}, "action.type"),
+        ({"type": "call_tool", "tool_name": "x" * 500}, "tool_name"),
+    ],
+)
+def test_malformed_mcp_actions_are_400s_and_take_no_step(
+    server: BackgroundServer, action: dict[str, Any], message: str
+) -> None:
+    with httpx.Client(base_url=server.url) as c:
+        sid = c.post("/reset", json={"task_id": "cancel_order/0"}).json()["metadata"]["session_id"]
+        r = c.post("/step", json={"session_id": sid, "action": action})
+        assert r.status_code == 400 and message in r.text, r.text
+        assert c.get("/state", params={"session_id": sid}).json()["step_count"] == 0

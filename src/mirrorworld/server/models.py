@@ -88,7 +88,13 @@ class FaultsModel(_Strict):
     kinds: list[Literal["timeout", "rate_limited", "unavailable", "lost_response"]] = Field(
         default=["timeout", "rate_limited", "unavailable"], min_length=1, max_length=4, description="Faults drawn from."
     )
-    seed: int = Field(default=0, ge=0, le=2**62, strict=False, description="The fault seed.")
+    seed: int = Field(
+        default=0,
+        ge=0,
+        le=2**53,
+        strict=False,
+        description="The fault seed (at most 2**53, the largest integer every JSON reader holds exactly).",
+    )
     latency_s: float = Field(default=0.0, ge=0.0, le=3600.0, description="Simulated seconds every call takes.")
     writes_only: bool = Field(default=False, description="Fault only calls to write tools.")
 

@@ -22,23 +22,29 @@ OpenEnv (``openenv`` on PyPI) talks to an environment server through:
   error; a body over the server's limit is refused like any other (``413``).
 
 An action is ``{"tool": NAME, "args": {...}}`` (``args`` may be the JSON text
-of an object). The observation of a step carries ``ok``, ``result`` (the
+of an object), or one of OpenEnv's MCP actions, so ``MCPToolClient`` works
+unchanged: ``{"type": "call_tool", "tool_name": NAME, "arguments": {...}}``
+(``CallToolAction``) and ``{"type": "list_tools"}`` (``ListToolsAction``, which
+takes no step). The observation of a step carries ``ok``, ``result`` (the
 agent-visible JSON), ``view``, ``records``, ``step`` and, on the call that ends
-the episode, ``verdict``; that of a reset carries the ``instruction`` and the
-tool names. The reward is the same shaped reward as ``MirrorEnv``'s.
+the episode, ``verdict`` (also in ``metadata``); a ``call_tool`` step adds
+``tool_name`` and ``error``. That of a reset carries the ``instruction`` and
+the tools as MCP descriptors with their input schemas (both also in
+``metadata``). The reward is the same shaped reward as ``MirrorEnv``'s.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.websockets import WebSocketDisconnect
 
+from mirrorworld.core.schemas import mcp_tool
 from mirrorworld.server.models import CreateRequest, ErrorResponse
 from mirrorworld.server.sessions import ApiError, LiveSession, RawJSON, SessionManager
 from mirrorworld.server.wire import (
@@ -77,8 +83,33 @@ class ToolAction(BaseModel):
     args: dict[str, Any] | str | None = Field(default=None, description="Arguments: an object or its JSON text.")
 
 
+class CallToolAction(BaseModel):
+    """OpenEnv's MCP action for one tool call (``openenv.core.env_server.mcp_types.CallToolAction``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["call_tool"]
+    tool_name: str = Field(description="The tool's name.")
+    arguments: dict[str, Any] | None = Field(default=None, description="The tool's arguments.")
+    metadata: dict[str, Any] | None = None
+
+
+class ListToolsAction(BaseModel):
+    """OpenEnv's MCP action listing the tools; it is not a step of the episode."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["list_tools"]
+    metadata: dict[str, Any] | None = None
+
+
 class ToolObservation(BaseModel):
-    """An OpenEnv observation of a step (a reset adds ``instruction`` and ``tools``)."""
+    """An OpenEnv observation of a step (a reset adds ``instruction`` and ``tools``).
+
+    ``tools`` are MCP tool descriptors (``name``, ``description``,
+    ``inputSchema``). A step taken with a ``call_tool`` action adds
+    ``tool_name`` and ``error`` (always null: a refused call is a result,
+    ``{"error": {code, message}}``, as OpenEnv's MCP types specify), so
+    OpenEnv's ``MCPToolClient`` reads it as a ``CallToolObservation``.
+    """
 
     ok: bool = True
     result: Any = None
@@ -86,8 +117,10 @@ class ToolObservation(BaseModel):
     records: str = ""
     step: int = 0
     instruction: str | None = None
-    tools: list[str] | None = None
+    tools: list[dict[str, Any]] | None = None
     verdict: dict[str, Any] | None = None
+    tool_name: str | None = None
+    error: dict[str, Any] | None = None
 
 
 class SessionState(BaseModel):
@@ -112,7 +145,7 @@ class OpenEnvStep(BaseModel):
     """OpenEnv's step body, with the session to step."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    action: ToolAction
+    action: ToolAction | CallToolAction | ListToolsAction
     session_id: str = Field(max_length=100)
     timeout_s: float | None = Field(default=None, gt=0)
     request_id: str | None = Field(default=None, max_length=255)
@@ -122,6 +155,8 @@ class OpenEnvStep(BaseModel):
 
 
 def _reset_payload(live: LiveSession, episode_id: str | None = None) -> dict[str, Any]:
+    """A reset's reply: the instruction and the tools with their schemas (also in ``metadata``, which
+    OpenEnv's ``MCPToolClient`` keeps when it reads the observation as a tool list)."""
     info = live.info()
     return {
         "observation": {
@@ -131,7 +166,7 @@ def _reset_payload(live: LiveSession, episode_id: str | None = None) -> dict[str
             "records": info["records"],
             "step": info["step"],
             "instruction": info["instruction"],
-            "tools": info["tools"],
+            "tools": [mcp_tool(t) for t in live.world.tools],
         },
         "reward": None,
         "done": False,
@@ -141,14 +176,50 @@ def _reset_payload(live: LiveSession, episode_id: str | None = None) -> dict[str
             "task_id": info["task_id"],
             "world": info["world"],
             "max_steps": info["max_steps"],
+            "instruction": info["instruction"],
         },
     }
 
 
+def _mcp_action(action: dict[str, Any]) -> tuple[str, Any] | None:
+    """``(tool, arguments)`` of an OpenEnv ``call_tool`` action; None for ``list_tools``."""
+    kind = action.get("type")
+    allowed = {"type", "metadata"} | ({"tool_name", "arguments"} if kind == "call_tool" else set())
+    extra = sorted(set(action) - allowed)
+    if extra:
+        raise ApiError(400, "invalid_request", f"action.{str(extra[0])[:40]}: unknown field")
+    if action.get("metadata") is not None and not isinstance(action["metadata"], dict):
+        raise ApiError(400, "invalid_request", "action.metadata: an object is required")
+    if kind == "list_tools":
+        return None
+    tool, args = action.get("tool_name"), action.get("arguments")
+    if not isinstance(tool, str) or len(tool) > 200:
+        raise ApiError(400, "invalid_request", "action.tool_name: a string of at most 200 characters is required")
+    if args is not None and not isinstance(args, dict):
+        raise ApiError(400, "invalid_request", "action.arguments: an object is required")
+    return tool, args
+
+
 def _step_payload(manager: SessionManager, sid: str, action: Any, client: str) -> dict[str, Any]:
+    """A step's reply. ``action`` is ``{tool, args}`` or one of OpenEnv's MCP actions
+    (``{"type": "call_tool", "tool_name", "arguments"}``; ``{"type": "list_tools"}``, which
+    lists the tools without taking a step)."""
     if not isinstance(action, dict):
         raise ApiError(400, "invalid_request", "action: an object {tool, args} is required")
-    tool, args = step_args(action)
+    mcp: tuple[str, Any] | None = None
+    if "type" in action:
+        if action["type"] not in ("call_tool", "list_tools"):
+            raise ApiError(400, "invalid_request", "action.type: call_tool or list_tools (or send {tool, args})")
+        mcp = _mcp_action(action)
+        if mcp is None:
+            live = manager.get(sid)
+            return {
+                "observation": {"tools": [mcp_tool(t) for t in live.world.tools]},
+                "reward": None,
+                "done": bool(manager.state(sid)["done"]),
+                "metadata": {"session_id": sid},
+            }
+    tool, args = mcp if mcp is not None else step_args(action)
     out = manager.step(sid, tool, args, client)
     obs: dict[str, Any] = {
         "ok": out["ok"],
@@ -157,14 +228,13 @@ def _step_payload(manager: SessionManager, sid: str, action: Any, client: str) -
         "records": out["records"],
         "step": out["step"],
     }
+    meta: dict[str, Any] = {"session_id": sid, "terminated": out["terminated"], "truncated": out["truncated"]}
+    if mcp is not None:
+        obs |= {"tool_name": tool, "error": None}
     if "verdict" in out:
         obs["verdict"] = out["verdict"]
-    return {
-        "observation": obs,
-        "reward": out["reward"],
-        "done": out["done"],
-        "metadata": {"session_id": sid, "terminated": out["terminated"], "truncated": out["truncated"]},
-    }
+        meta["verdict"] = out["verdict"]
+    return {"observation": obs, "reward": out["reward"], "done": out["done"], "metadata": meta}
 
 
 def _state_payload(manager: SessionManager, sid: str | None, episode_id: str | None = None) -> dict[str, Any]:
@@ -200,7 +270,7 @@ def _reset(manager: SessionManager, data: dict[str, Any], client: str, current: 
 def mcp_tools(manager: SessionManager, world_name: str | None = None) -> list[dict[str, Any]]:
     """The tools of a world as MCP tool descriptors."""
     world = manager.world(world_name or manager.world_names[0])
-    return [{"name": t.name, "description": t.description, "inputSchema": t.parameters_schema} for t in world.tools]
+    return [mcp_tool(t) for t in world.tools]
 
 
 def mcp_call_result(out: dict[str, Any]) -> dict[str, Any]:
@@ -337,6 +407,7 @@ def add_openenv_routes(app: FastAPI, manager: SessionManager) -> None:
         return json_response(
             {
                 "action": ToolAction.model_json_schema(),
+                "mcp_actions": [CallToolAction.model_json_schema(), ListToolsAction.model_json_schema()],
                 "observation": ToolObservation.model_json_schema(),
                 "reset_observation": ToolObservation.model_json_schema(),
                 "state": SessionState.model_json_schema(),
