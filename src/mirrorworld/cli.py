@@ -76,7 +76,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "show": ("mirrorworld show run.sqlite", "mirrorworld show run.sqlite 3 --json"),
     "tasks": ("mirrorworld tasks --world sales",),
-    "tools": ("mirrorworld tools --world helpdesk --format openai",),
+    "tools": ("mirrorworld tools --world helpdesk --format openai-strict", "mirrorworld tools --format anthropic"),
     "worlds": ("mirrorworld worlds",),
     "audit-verifiers": ("mirrorworld audit-verifiers --world helpdesk --seeds 200 --html audit.html",),
     "audit-run": ("mirrorworld audit-run run.sqlite --json",),
@@ -88,14 +88,21 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "train": ("mirrorworld train --world helpdesk --minutes 12 --out runs/train",),
     "pack": ("mirrorworld pack helpdesk --out dist",),
     "env": ("mirrorworld env publish helpdesk", "mirrorworld env gate helpdesk@1 --replay ref.sqlite"),
-    "compare": ("mirrorworld compare before.sqlite after.sqlite",),
-    "export": ("mirrorworld export --format openenv helpdesk --out exports/helpdesk-openenv",),
+    "compare": ("mirrorworld compare before.sqlite after.sqlite", "mirrorworld compare a.sqlite b.sqlite --json"),
+    "export": (
+        "mirrorworld export run.sqlite --format jsonl",
+        "mirrorworld export run.sqlite --format hf --out run-dataset",
+        "mirrorworld export --format openenv helpdesk --out exports/helpdesk-openenv",
+    ),
     "image": ("mirrorworld image build helpdesk --out helpdesk.tar",),
     "drift": ("mirrorworld drift --world helpdesk --from v0 --to v1 --agent stale --plot drift.svg",),
     "parity": ("mirrorworld parity --world sales",),
     "bench": ("mirrorworld bench --quick", "mirrorworld bench --server --json"),
-    "view": ("mirrorworld view run.sqlite other.sqlite",),
-    "play": ("mirrorworld play --world helpdesk --family refund_damaged --seed 3",),
+    "view": ("mirrorworld view run.sqlite other.sqlite", "mirrorworld view runs/*.sqlite --no-open --port 8600"),
+    "play": (
+        "mirrorworld play --world helpdesk --family refund_damaged --task-seed 3",
+        "mirrorworld play --world helpdesk_team --role customer",
+    ),
 }
 """An example or two per command, shown at the end of its ``--help``."""
 

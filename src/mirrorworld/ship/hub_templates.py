@@ -348,6 +348,14 @@ episode's tool-call budget, 30), `max_turns` (model turns, default
   communication); `mirrorworld_passed` is a metric (weight 0). The verdict is
   in `state["mirrorworld"]`. A failure of the world or the verifier is
   recorded in `state["error"]` (an errored rollout), not scored as a mistake.
+
+## Versions
+
+The package uses verifiers' classic API and pins `$verifiers`. Those
+releases require `mcp<2`, the same range as `mirrorworld[mcp]` and OpenEnv's
+client, so all of them install together; verifiers 0.4 requires `mcp==2.0.0`
+and cannot share an environment with them. Episodes run in-process: the
+package needs no MCP server.
 """
 
 VERIFIERS_INIT = '''\
