@@ -218,6 +218,7 @@ class ScriptedEndpoint:
         payload = {
             "id": f"chatcmpl-{task.id if task else 'unknown'}-{turn}",
             "object": "chat.completion",
+            "created": int(time.time()),
             "model": self.model,
             "choices": [
                 {"index": 0, "message": message, "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}
