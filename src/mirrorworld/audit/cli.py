@@ -10,6 +10,7 @@ from typing import Any
 from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError, RunFileError
 from mirrorworld.options import registry_of, world_option
+from mirrorworld.outputs import check_output_path, write_atomic
 from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["register"]
@@ -52,11 +53,16 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
 def cmd_audit_verifiers(args: argparse.Namespace) -> int:
     from mirrorworld.audit.report import audit_html, print_audit
     from mirrorworld.audit.verifiers import audit_verifiers
+    from mirrorworld.inert import inert
 
     if args.seeds < 1:
         raise MirrorworldError("--seeds must be at least 1")
     if args.adversary < 0:
         raise MirrorworldError("--adversary must be 0 (off) or more")
+    html_out = check_output_path(args.html) if args.html else None  # before the audit, not after it
+    regressions = args.regressions or ("tests/regressions" if Path("tests/regressions").is_dir() else None)
+    if regressions and not Path(regressions).exists():
+        raise MirrorworldError(f"no regression cases at {regressions}")
     registry = registry_of(args)
     world = registry.get(args.world)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
@@ -71,35 +77,28 @@ def cmd_audit_verifiers(args: argparse.Namespace) -> int:
             progress=update,
         )
     data = report.to_dict()
-    regressions = args.regressions or ("tests/regressions" if Path("tests/regressions").is_dir() else None)
     if regressions:
         from mirrorworld.review.regressions import check_cases
 
-        if not Path(regressions).exists():
-            raise MirrorworldError(f"no regression cases at {regressions}")
         data["regressions"] = check_cases([regressions], registry, world=world.name)
         if data["regressions"]["regressed"]:
             data["meets_bars"] = False
             data["failed_bars"].append(f"verifier regressions: {', '.join(data['regressions']['regressed'])}")
-    if args.html:
-        Path(args.html).write_text(audit_html(data), encoding="utf-8")
+    if html_out is not None:
+        write_atomic(html_out, audit_html(data))
     if args.json:
         print(json.dumps(data, indent=2, default=str))
     else:
         print_audit(data)
-        if args.html:
-            print(f"HTML report written to {args.html}")
+        if html_out is not None:
+            print(f"HTML report written to {inert(str(html_out), 400, lines=False)}")
     return 0 if data["meets_bars"] else 1
 
 
 def cmd_audit_run(args: argparse.Namespace) -> int:
     """Flag reward-hacking patterns in a recorded run; everything the file holds is printed inert."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
+    from mirrorworld.audit.report import print_run_audit
     from mirrorworld.audit.runlog import audit_run
-    from mirrorworld.inert import inert, text
 
     path = Path(args.run)
     name = args.world
@@ -116,26 +115,5 @@ def cmd_audit_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    con = Console(highlight=False)
-    t = Table(title=text(f"reward-hacking flags in {path} ({result['episodes']} episodes)", 400))
-    for col in ("#", "task", "verifier", "rule", "evidence", "steps"):
-        t.add_column(col)
-    for ep in result["episodes_flagged"]:
-        for flag in ep["flags"]:
-            t.add_row(
-                Text(str(ep["index"])),
-                text(ep["task"], 200),
-                Text("passed" if ep["passed"] else "failed"),
-                text(flag["rule"], 100),
-                text(flag["evidence"], 400),
-                Text(",".join(map(str, flag["steps"]))),
-            )
-    con.print(t)
-    by_rule = ", ".join(f"{inert(rule, 100)} {n}" for rule, n in result["by_rule"].items()) or "none"
-    con.print(
-        Text(
-            f"{result['flagged']} of {result['episodes']} episodes flagged, "
-            f"{result['flagged_but_passed']} of them passed by the verifier; by rule: {by_rule}"
-        )
-    )
+    print_run_audit(result, str(path))
     return 0

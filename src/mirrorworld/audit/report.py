@@ -1,27 +1,75 @@
-"""Audit reports a person would rather look at than read: a terminal table and
-a self-contained HTML page with the mutation matrix and every survivor."""
+"""Audit reports a person would rather look at than read: terminal tables and
+a self-contained HTML page with the mutation matrix and every survivor.
+
+The terminal reports fit 80 columns whatever the terminal's width: their
+tables are laid out to fit (abbreviated heads explained in a legend below,
+names longer than their column cut with an ellipsis and written out whole
+after the table), and anything of unbounded length (a survivor's mutant, a
+flag's evidence) goes on its own indented line, which wraps at the console's
+width.
+"""
 
 from __future__ import annotations
 
 import html
 import json
+import math
 from typing import Any
 
+from rich import box
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mirrorworld.inert import text
+from mirrorworld.inert import inert, text
 
-__all__ = ["audit_html", "print_audit"]
+__all__ = ["audit_html", "print_audit", "print_run_audit"]
+
+NAME_WIDTH = 20
+"""Cells of a family or probe name in the tables (the longest built-in family name fits)."""
+
+_INDENT = 4
+"""The indent of a line of detail under its heading line."""
 
 
 def _pct(x: float) -> str:
-    return f"{x:.1%}"
+    """A share as a percentage, never rounded up: 0.9996 is 99.9%, so a bar missed never looks met."""
+    if x >= 1:
+        return "100%"
+    if x <= 0:
+        return "0%"
+    return f"{math.floor(x * 1000 + 1e-9) / 10:.1f}%"
+
+
+def _fit(value: Any, width: int, cut: dict[str, str] | None = None) -> Text:
+    """``value`` inert in at most ``width`` cells; a longer one ends in an ellipsis and is noted in ``cut``."""
+    shown = inert(value, 400, lines=False)
+    if cell_len(shown) <= width:
+        return Text(shown)
+    short = set_cell_size(shown, width - 1).rstrip() + "…"
+    if cut is not None:
+        cut[short] = shown
+    return Text(short)
+
+
+def _table(*heads: str) -> Table:
+    """A borderless table: a rule under the heads, two spaces between columns, no padding at the edges."""
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for i, head in enumerate(heads):
+        t.add_column(head, justify="left" if i == 0 else "right", no_wrap=True)
+    return t
+
+
+def _detail(con: Console, line: Text, indent: int = _INDENT) -> None:
+    """``line`` indented by ``indent`` spaces, wrapped at the console's width (no trailing spaces)."""
+    for piece in line.wrap(con, max(20, con.width - indent)):
+        piece.rstrip()
+        con.print(Text.assemble(" " * indent, piece), soft_wrap=True)
 
 
 def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
-    """Print an audit report (``AuditReport.to_dict()``) as tables.
+    """Print an audit report (``AuditReport.to_dict()``) as tables that fit 80 columns.
 
     Survivors, failures and probe findings quote what the audit's adversarial
     agents wrote (injection strings, markup, control characters): every name
@@ -29,32 +77,37 @@ def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
     words carry styles.
     """
     con = console or Console(highlight=False)
-    t = Table(title=text(f"verifier audit of {report['world']} ({report['seeds']} seeds per family)", 300))
-    t.add_column("family", no_wrap=True)
-    for col in ("tasks", "gold", "nulls", "mutation", "killed (eq.)", "invar.", "determ.", "lint"):
-        t.add_column(col, justify="right")
+    cut: dict[str, str] = {}
+    con.print(text(f"verifier audit of {report['world']} ({report['seeds']} seeds per family)", 300, lines=False))
+    bar = report["quality_bars"]["mutation_score"]
+    t = _table("family", "gold", "nulls", "mut.", "killed", "eq.", "inv.", "det.", "lint")
     for name, f in report["families"].items():
-        score_style = "green" if f["mutation_score"] >= report["quality_bars"]["mutation_score"] else "red"
+        solved = f.get("solved", round(f["solvability"] * f["tasks"]))
         t.add_row(
-            text(name, 200),
-            Text(str(f["tasks"])),
-            Text(_pct(f["solvability"])),
-            Text(str(f["null_passes"])),
-            Text(_pct(f["mutation_score"]), style=score_style),
-            Text(f"{f['mutants_killed']}/{f['mutants_total'] - f['mutants_equivalent']} ({f['mutants_equivalent']})"),
-            Text(_pct(f["invariance"])),
-            Text(_pct(f["determinism"])),
-            Text(str(f["lint_issues"])),
+            _fit(name, NAME_WIDTH, cut),
+            Text(f"{solved}/{f['tasks']}", style="" if f["solvability"] >= 1 else "red"),
+            Text(str(f["null_passes"]), style="red" if f["null_passes"] else ""),
+            Text(_pct(f["mutation_score"]), style="green" if f["mutation_score"] >= bar else "red"),
+            Text(f"{f['mutants_killed']}/{f['mutants_total'] - f['mutants_equivalent']}"),
+            Text(str(f["mutants_equivalent"])),
+            Text(_pct(f["invariance"]), style="" if f["invariance"] >= 1 else "red"),
+            Text(_pct(f["determinism"]), style="" if f["determinism"] >= 1 else "red"),
+            Text(str(f["lint_issues"]), style="red" if f["lint_issues"] else ""),
         )
     con.print(t)
+    for line in (
+        "gold: tasks whose gold solution passes   nulls: null-agent passes (target 0)",
+        f"mut.: mutation score (bar {_pct(bar)})   killed: mutants killed / non-equivalent ones",
+        "eq.: equivalent mutants   inv.: harmless variants that pass",
+        "det.: tasks graded the same when replayed   lint: reward-basis lint issues",
+    ):
+        con.print(Text(line, style="dim"))
     if report["probes"]:
-        p = Table(title="red-team probes (target: 0 breaches)")
-        p.add_column("probe")
-        p.add_column("breaches", justify="right")
-        p.add_column("episodes", justify="right")
+        con.print(Text("red-team probes (target: 0 breaches)"))
+        p = _table("probe", "breaches", "episodes")
         for name, v in report["probes"].items():
             style = "red" if v["successes"] else "green"
-            p.add_row(text(name, 200), Text(str(v["successes"]), style=style), Text(str(v["episodes"])))
+            p.add_row(_fit(name, NAME_WIDTH, cut), Text(str(v["successes"]), style=style), Text(str(v["episodes"])))
         con.print(p)
     cross = report["determinism"]["cross_process"]
     if cross is not None:
@@ -62,43 +115,98 @@ def print_audit(report: dict[str, Any], console: Console | None = None) -> None:
         con.print(Text.assemble("verdicts in another process (other PYTHONHASHSEED): ", verdicts))
     for name, f in report["families"].items():
         for s in f["survivors"][:5]:
-            shown = _inert_line(f"{name} {s['task']}: {s['operator']}: {s['mutant']}")
-            con.print(Text.assemble(("survivor", "red"), " ", shown))
+            con.print(Text.assemble(("survivor", "red"), " ", _inert_line(f"{name} {s['task']}: {s['operator']}")))
+            _detail(con, _inert_line(s["mutant"]))
         for s in f["failures"][:5]:
+            con.print(Text.assemble(("failure", "red"), " ", _inert_line(f"{name} {s['task']}: {s['case']}")))
             evidence = "; ".join(s.get("evidence", []))[:200]
-            shown = _inert_line(f"{name} {s['task']}: {s['case']}: {evidence}")
-            con.print(Text.assemble(("failure", "red"), " ", shown))
+            if evidence:
+                _detail(con, _inert_line(evidence))
     adv = report.get("adversary")
     if adv:
-        a = Table(title=f"generative adversary ({adv['per_family']} attacks per family; target: 0 pass)")
-        a.add_column("family")
-        for kind in ("write", "drop", "message"):
-            a.add_column(f"{kind} passed", justify="right")
-        a.add_column("variants failed", justify="right")
+        con.print(Text(f"generative adversary: {adv['per_family']} attacks per family; attacks that passed"))
+        con.print(Text("(target: 0) and harmless variants that failed, of those tried"))
+        a = _table("family", "write", "drop", "message", "variants")
         for name, f in adv["families"].items():
             cells = [_passed_of(v) for v in (*f["attacks"].values(), f["variants"])]
-            a.add_row(text(name, 200), *cells)
+            a.add_row(_fit(name, NAME_WIDTH, cut), *cells)
         con.print(a)
         for name, f in adv["families"].items():
             for s in f["survivors"][:3]:
+                con.print(
+                    Text.assemble(("adversary survivor", "red"), " ", _inert_line(f"{name} {s['task']} ({s['kind']})"))
+                )
                 calls = "; ".join(f"{c['tool']}({_short(c['args'])})" for c in s["calls"])
-                shown = _inert_line(f"{name} {s['task']} ({s['kind']}): {calls}", 300)
-                con.print(Text.assemble(("adversary survivor", "red"), " ", shown))
+                if calls:
+                    _detail(con, _inert_line(calls, 300))
     for finding in report["probe_findings"][:10]:
-        shown = _inert_line(f"{finding['probe']} on {finding['task']}: {finding['evidence']}")
-        con.print(Text.assemble(("probe breach", "red"), " ", shown))
+        con.print(Text.assemble(("probe breach", "red"), " ", _inert_line(f"{finding['probe']} on {finding['task']}")))
+        _detail(con, _inert_line(finding["evidence"]))
+    if cut:
+        con.print(Text("names cut short above:"))
+        for short, full in cut.items():
+            _detail(con, Text(f"{short} = {full}"))
+    regressions = report.get("regressions")
+    if regressions:
+        con.print(
+            Text(
+                f"review regression cases: {regressions['cases']} replayed, {regressions['agree']} agree, "
+                f"{len(regressions['regressed'])} regressed"
+            )
+        )
     if report["meets_bars"]:
         con.print(
             Text.assemble(
                 ("all quality bars met", "green"),
-                f" (solvability 100%, null agents 0, mutation score >= {_pct(report['quality_bars']['mutation_score'])}"
-                ", invariance 100%, probes 0, determinism 100%)",
+                f": solvability 100%, null agents 0, mutation score >= {_pct(bar)},",
             )
         )
+        con.print(Text("invariance 100%, probes 0, determinism 100%"))
     else:
         con.print(Text(f"{len(report['failed_bars'])} quality bars missed", style="red"))
         for line in report["failed_bars"][:20]:
-            con.print(Text.assemble("  - ", _inert_line(line)))
+            _detail(con, Text.assemble("- ", _inert_line(line)), indent=2)
+
+
+def print_run_audit(result: dict[str, Any], path: str, console: Console | None = None) -> None:
+    """Print ``audit-run``'s flags (:func:`mirrorworld.audit.runlog.audit_run`) in 80 columns.
+
+    One line per flag (episode, task, the verifier's verdict, rule), its
+    evidence and steps on an indented line below; a task or rule too long for
+    its column is cut there and written out whole below it. Everything the run
+    file holds is printed inert.
+    """
+    con = console or Console(highlight=False)
+    con.print(text(f"reward-hacking flags in {path} ({result['episodes']} episodes)", 400, lines=False))
+    flagged = result["episodes_flagged"]
+    widths = (max([1, *(len(str(ep["index"])) for ep in flagged)]), 32, 8, 22)
+    if flagged:
+        head = ("#".rjust(widths[0]), "task".ljust(widths[1]), "verifier".ljust(widths[2]), "rule")
+        con.print(Text("  ".join(head), style="bold"))
+    for ep in flagged:
+        for flag in ep["flags"]:
+            cut: dict[str, str] = {}
+            task, rule = _fit(ep["task"], widths[1], cut), _fit(flag["rule"], widths[3], cut)
+            verdict = Text("passed", style="red") if ep["passed"] else Text("failed")
+            cells = (Text(str(ep["index"]).rjust(widths[0])), _pad(task, widths[1]), _pad(verdict, widths[2]), rule)
+            con.print(Text("  ").join(cells))
+            for full in cut.values():
+                _detail(con, Text(full))
+            steps = ", ".join(map(str, flag["steps"]))
+            _detail(con, Text.assemble(_inert_line(flag["evidence"], 400), f" (steps {steps})" if steps else ""))
+    con.print(
+        Text(
+            f"{result['flagged']} of {result['episodes']} episodes flagged, "
+            f"{result['flagged_but_passed']} of them passed by the verifier"
+        )
+    )
+    by_rule = ", ".join(f"{inert(rule, 100, lines=False)} {n}" for rule, n in result["by_rule"].items()) or "none"
+    con.print(Text(f"by rule: {by_rule}"))
+
+
+def _pad(value: Text, width: int) -> Text:
+    """``value`` padded with spaces to ``width`` cells."""
+    return Text.assemble(value, " " * max(0, width - value.cell_len))
 
 
 def _inert_line(value: str, limit: int = 2000) -> Text:

@@ -18,6 +18,7 @@ from mirrorworld.core.registry import Registry, default
 from mirrorworld.core.world import World
 from mirrorworld.errors import MirrorworldError, RunFileError
 from mirrorworld.options import registry_of, world_option
+from mirrorworld.outputs import check_output_path, write_atomic
 from mirrorworld.progress import progress_bar, wants_progress
 
 __all__ = ["register"]
@@ -77,16 +78,20 @@ RANDOM_LENGTH = 20
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
-    from mirrorworld.fidelity.baseline import drift, load_baseline, save_baseline
+    from mirrorworld.fidelity.baseline import baseline_identity, drift, load_baseline, save_baseline
     from mirrorworld.fidelity.harness import run_fidelity
-    from mirrorworld.fidelity.report import failed_bars, fidelity_html, summary_lines, to_dict
+    from mirrorworld.fidelity.report import drift_lines, failed_bars, fidelity_html, summary_lines, to_dict
     from mirrorworld.fidelity.traces import Trace, audit_traces, gold_traces, recorded_traces
     from mirrorworld.inert import inert
+    from mirrorworld.twin import tryton
     from mirrorworld.twin.backend import TwinBackend
     from mirrorworld.twin.db import ensure, parse_options
 
     if args.calls < 0 or args.seeds < 1:
         raise MirrorworldError("--calls must be at least 0 and --seeds at least 1")
+    # Where the results go is checked before the twin is built and the calls replayed, not after.
+    html_out = check_output_path(args.html) if args.html else None
+    baseline_out = check_output_path(args.save_baseline) if args.save_baseline else None
     baseline = load_baseline(Path(args.against)) if args.against else None
     recorded: list[Trace] = []
     for path in args.trajectories:  # read (and refused, if they must be) before the twin is built
@@ -121,14 +126,22 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         run = run_fidelity(world, twin, traces, progress=advance)
     data = to_dict(run)
     data["twin_options"] = options
+    data["twin_modules"] = list(tryton.MODULES)
+    data["run_options"] = {
+        "--calls": args.calls,
+        "--seeds": args.seeds,
+        "audit traces": "off" if args.no_audit else "on",
+        "--trajectories": ", ".join(args.trajectories) or "none",
+    }
     full = args.calls >= 1000
     data["failed_bars"] = failed_bars(data, full=full)
     if baseline is not None:
         data["drift"] = drift(data, baseline)
-    if args.save_baseline:
-        save_baseline(data, Path(args.save_baseline))
-    if args.html:
-        Path(args.html).write_text(fidelity_html(data), encoding="utf-8")
+        data["drift"]["baseline"] = baseline_identity(Path(args.against), baseline)
+    if baseline_out is not None:
+        save_baseline(data, baseline_out)
+    if html_out is not None:
+        write_atomic(html_out, fidelity_html(data))
     if args.json:
         print(json.dumps(data, indent=2, default=str))
     else:
@@ -137,12 +150,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
             print(inert(line, 4000, lines=False))
         for bar in data["failed_bars"]:
             print(f"QUALITY BAR MISSED: {inert(bar, 4000, lines=False)}")
-        if baseline is not None:
-            d = data["drift"]
-            for line in d["changes"]:
-                print(f"changed: {inert(line, 4000, lines=False)}")
-            for line in d["regressions"]:
-                print(f"REGRESSION: {inert(line, 4000, lines=False)}")
-            print(f"divergences new since baseline: {len(d['new_divergences'])}, gone: {len(d['gone_divergences'])}")
+        for line in drift_lines(data):
+            print(inert(line, 4000, lines=False))
     failed = bool(data["failed_bars"]) or bool(baseline is not None and data["drift"]["regressions"])
     return 1 if failed else 0

@@ -1,4 +1,10 @@
-"""Fidelity reports: the JSON form of a run, a text summary and a self-contained HTML page."""
+"""Fidelity reports: the JSON form of a run, a text summary and a self-contained HTML page.
+
+Both the summary and the page say what the mirror was measured against (the
+twin's packages and versions, its modules, the options it was built with and
+the run's own options) and, for a run compared with a baseline (``--against``),
+which baseline that was and what regressed or improved against it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from typing import Any
 
 from mirrorworld.fidelity.harness import FidelityRun
 
-__all__ = ["QUALITY_BARS", "failed_bars", "fidelity_html", "summary_lines", "to_dict"]
+__all__ = ["QUALITY_BARS", "drift_lines", "failed_bars", "fidelity_html", "summary_lines", "to_dict"]
 
 QUALITY_BARS = {"gold_final_state": 1.0, "call_agreement": 0.99, "min_calls": 1000, "speed_ratio": 1000.0}
 """What a full run must reach (a small CI run checks agreement, not size or speed)."""
@@ -76,6 +82,7 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     sp = data["speed"]
     lines = [
         f"fidelity of {data['world']} against Tryton {data['twin_versions'].get('trytond', '?')}",
+        f"  twin options: {_options(data.get('twin_options'))}",
         f"  calls replayed: {data['calls']}, agreeing: {data['agreed']} ({data['call_agreement']:.2%})",
         f"  gold solutions with the same final state: {data['gold_final_state']:.1%} of {data['gold_traces']}",
         f"  speed: mirror {sp['mirror_us_per_call']} us/call, twin {sp['twin_ms_per_call']} ms/call, "
@@ -104,8 +111,108 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _options(options: Any) -> str:
+    """``--twin-option`` values as ``key=value`` text; none given means the defaults the mirror assumes."""
+    if not options:
+        return "none (the defaults the mirror assumes)"
+    return ", ".join(f"{k}={v}" for k, v in sorted(dict(options).items()))
+
+
+def _share(value: Any) -> str:
+    return "-" if value is None else f"{value:.2%}"
+
+
+def _baseline_name(b: dict[str, Any]) -> str:
+    digest = f"sha256 {b['sha256'][:12]}, " if b.get("sha256") else ""
+    return (
+        f"{b.get('path', 'baseline')} ({digest}{b.get('world')}, {b.get('calls')} calls, "
+        f"Tryton {dict(b.get('twin_versions') or {}).get('trytond', '?')}, options {_options(b.get('twin_options'))})"
+    )
+
+
+def drift_lines(data: dict[str, Any]) -> list[str]:
+    """The comparison with the baseline as the terminal shows it (empty without one)."""
+    d = data.get("drift")
+    if not d:
+        return []
+    lines = [f"against baseline {_baseline_name(d['baseline'])}"] if d.get("baseline") else []
+    lines += [f"changed: {line}" for line in d["changes"]]
+    lines += [f"REGRESSION: {line}" for line in d["regressions"]]
+    lines.append(f"divergences new since baseline: {len(d['new_divergences'])}, gone: {len(d['gone_divergences'])}")
+    return lines
+
+
+_ORDER = {"regressed": 0, "lower": 1, "improved": 2, "new": 3, "gone": 4}
+
+
+def _drift_html(data: dict[str, Any]) -> str:
+    """The baseline comparison: which baseline, what regressed or improved, divergences new and gone."""
+    e = html.escape
+    d = data.get("drift")
+    if not d:
+        return ""
+    b = d.get("baseline") or {}
+    out = ["<h2>Against the baseline</h2>"]
+    if b:
+        digest = f" (SHA-256 <code>{e(str(b['sha256']))}</code>)" if b.get("sha256") else ""
+        out.append(
+            f"<p>Baseline <code>{e(str(b.get('path', '')))}</code>{digest}: {e(str(b.get('world')))}, "
+            f"{e(str(b.get('calls')))} calls, call agreement {e(_share(b.get('call_agreement')))}, "
+            f"gold final state {e(_share(b.get('gold_final_state')))}; twin Tryton "
+            f"{e(str(dict(b.get('twin_versions') or {}).get('trytond', '?')))}, options "
+            f"{e(_options(b.get('twin_options')))}.</p>"
+        )
+    n = len(d["regressions"])
+    verdict = f"{n} regression{'s' if n != 1 else ''}" if n else "no regressions"
+    out.append(f'<p class="{"bad" if n else "ok"}"><strong>{verdict}</strong> against the baseline.</p>')
+    if d["regressions"]:
+        out.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in d["regressions"]) + "</ul>")
+    twin_changes = [line for line in d["changes"] if line.startswith("twin ")]
+    if twin_changes:
+        out.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in twin_changes) + "</ul>")
+    rows = sorted((r for r in d.get("rows", []) if r["status"] != "same"), key=lambda r: _ORDER.get(r["status"], 9))
+    same = sum(r["status"] == "same" for r in d.get("rows", []))
+    out.append(
+        "<table><tr><th>status</th><th>figure</th><th>name</th><th>baseline</th><th>now</th><th>change</th></tr>"
+    )
+    for r in rows:
+        change = "-" if r["baseline"] is None or r["current"] is None else f"{r['current'] - r['baseline']:+.2%}"
+        out.append(
+            f'<tr class="{e(r["status"])}"><td>{e(r["status"])}</td><td>{e(r["section"])}</td><td>{e(r["name"])}</td>'
+            f"<td>{e(_share(r['baseline']))}</td><td>{e(_share(r['current']))}</td><td>{e(change)}</td></tr>"
+        )
+    out.append(f"</table><p>{same} figures the same as in the baseline.</p>")
+    for title, key in (("new since the baseline", "new_divergences"), ("gone since the baseline", "gone_divergences")):
+        sigs = d[key]
+        out.append(f"<h3>Divergences {title} ({len(sigs)})</h3>")
+        if sigs:
+            out.append("<ul>" + "".join(f"<li><code>{e(sig)}</code></li>" for sig in sigs) + "</ul>")
+    return "\n".join(out)
+
+
+def _twin_html(data: dict[str, Any]) -> str:
+    """What the mirror was measured against: the twin's packages, modules and options, and the run's options."""
+    e = html.escape
+    versions = "".join(
+        f"<tr><td>{e(str(k))}</td><td>{e(str(v))}</td></tr>" for k, v in sorted(data["twin_versions"].items())
+    )
+    out = [
+        "<h2>Twin</h2>",
+        f"<p>Options (<code>--twin-option</code>): {e(_options(data.get('twin_options')))}.</p>",
+    ]
+    modules = data.get("twin_modules")
+    if modules:
+        out.append(f"<p>Tryton modules activated: {e(', '.join(map(str, modules)))}.</p>")
+    out.append(f"<table><tr><th>package</th><th>version</th></tr>{versions}</table>")
+    run = data.get("run_options")
+    if run:
+        shown = ", ".join(f"{k} {v}" for k, v in run.items())
+        out.append(f"<p>Run options: {e(shown)}.</p>")
+    return "\n".join(out)
+
+
 def fidelity_html(data: dict[str, Any]) -> str:
-    """A self-contained HTML report."""
+    """A self-contained HTML report (with the twin's options and, given a baseline, the comparison with it)."""
     e = html.escape
     rows = "".join(
         f"<tr><td>{e(k)}</td><td>{v['agreed']}/{v['calls']}</td><td>{v['agreement']:.2%}</td></tr>"
@@ -128,13 +235,16 @@ def fidelity_html(data: dict[str, Any]) -> str:
     sp = data["speed"]
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>mirrorworld fidelity</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}</style></head><body>
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}.bad,.regressed{{background:#ffebe9}}
+.ok,.improved{{background:#dafbe1}}</style></head><body>
 <h1>Fidelity of {e(data["world"])}</h1>
 <p>Twin: Tryton {e(data["twin_versions"].get("trytond", "?"))}. Calls replayed: {data["calls"]};
 agreeing: {data["agreed"]} ({data["call_agreement"]:.2%}). Gold solutions with the same final state:
 {data["gold_final_state"]:.1%} of {data["gold_traces"]}.</p>
 <p>Speed: mirror {sp["mirror_us_per_call"]} &micro;s/call, twin {sp["twin_ms_per_call"]} ms/call:
 the mirror is {sp["ratio"]:.0f}&times; faster.</p>
+{_drift_html(data)}
+{_twin_html(data)}
 <h2>Per tool</h2><table><tr><th>tool</th><th>agreed</th><th>rate</th></tr>{rows}</table>
 <h2>Per family</h2><table><tr><th>family</th><th>calls agreed</th><th>rate</th><th>final state</th></tr>{fams}</table>
 <h2>Per kind of trace</h2><table><tr><th>kind</th><th>calls agreed</th><th>rate</th><th>final state</th></tr>

@@ -16,12 +16,20 @@ Everything printed that came from a run file, a case file or a reviewer —
 task, family and check names, case ids, paths — goes through :func:`inert`
 and a console with markup off, so it cannot move the cursor, retitle the
 terminal or style the report.
+
+``serve`` and ``stats`` need the ``review`` extra (the app's Starlette,
+uvicorn, Jinja2 and itsdangerous; the statistics' scikit-learn, SciPy and
+krippendorff); without it they stop first, with one line naming the extra.
+``export-disagreements`` checks its ``--out`` before it reads the database
+(:func:`mirrorworld.outputs.check_output_path`); a missing folder for it
+(such as the default ``tests/regressions``) is made.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -31,10 +39,33 @@ from typing import Any
 
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.options import registry_of
+from mirrorworld.outputs import check_output_path
 
 __all__ = ["inert", "register"]
 
 DEFAULT_CASES = "tests/regressions/verifier_cases.jsonl"
+
+_STATS_MODULES = ("sklearn", "scipy", "krippendorff")
+_NEEDS = {"serve": ("starlette", "uvicorn", "jinja2", "itsdangerous", *_STATS_MODULES), "stats": _STATS_MODULES}
+"""The modules of the ``review`` extra each subcommand imports (the app computes the statistics too)."""
+
+
+def _need_extra(command: str) -> None:
+    """Raise a one-line :class:`~mirrorworld.errors.MirrorworldError` naming the extra if ``review COMMAND`` lacks it.
+
+    Only looked up (``find_spec``), not imported: the check costs nothing
+    where the extra is installed.
+    """
+    for module in _NEEDS.get(command, ()):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MirrorworldError(
+                f"review {command} needs the review extra: pip install -e '.[review]' "
+                "(or pip install 'mirrorworld[review]')"
+            )
 
 
 def inert(value: Any, limit: int = 500) -> str:
@@ -139,6 +170,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    _need_extra("serve")
     from mirrorworld.review.app import create_app, serve
     from mirrorworld.review.quality import QualityPolicy
     from mirrorworld.review.queue import SamplingPlan, build_queue
@@ -236,6 +268,7 @@ def cmd_add_user(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    _need_extra("stats")
     from mirrorworld.review.drift import compute_drift
     from mirrorworld.review.stats import StatsOptions, compute_stats
 
@@ -322,6 +355,7 @@ def _print_stats(r: dict[str, Any]) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from mirrorworld.review.regressions import export_disagreements
 
+    check_output_path(args.out, new_folders=True)  # the case file's folder is made when missing
     store = _store(args.db)
     cases, new = export_disagreements(store, args.out)
     if args.json:
