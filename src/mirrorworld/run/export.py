@@ -234,15 +234,17 @@ _WRITERS: dict[str, Callable[[Iterator[dict[str, Any]], Path], int]] = {"jsonl":
 
 
 def check_out(out: str | Path, fmt: ExportFormat) -> Path:
-    """The output path, checked before anything is read: its folder exists, and an ``hf`` folder is new or empty."""
+    """The output path, checked before anything is read (:func:`mirrorworld.outputs.check_output_path`);
+    an ``hf`` folder must also be new or empty."""
+    from mirrorworld.outputs import check_output_path
+
     path = Path(out)
+    if fmt != "hf":
+        return check_output_path(out)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise MirrorworldError(f"cannot write the dataset to {out}: it exists and is not an empty folder")
     if not path.parent.is_dir():
         raise MirrorworldError(f"cannot write {out}: the folder {path.parent} does not exist")
-    if fmt == "hf":
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            raise MirrorworldError(f"cannot write the dataset to {out}: it exists and is not an empty folder")
-    elif path.is_dir():
-        raise MirrorworldError(f"cannot write {out}: it is a folder")
     return path
 
 

@@ -853,7 +853,7 @@ def claim_failures(session: Session, texts: Sequence[CustomerText], rules: Seque
             if backed and rule.backed is not None:
                 backed = rule.backed(session)
             if not backed:
-                need = " or ".join(rule.tools) if rule.tools else "nothing the world offers"
+                need = f"no successful {' or '.join(rule.tools)}" if rule.tools else "nothing the world offers"
                 out.append(f"step {said.step}: {said.channel} text claims {rule.name} ({quoted!r}) but {need} backs it")
     return out
 
