@@ -17,20 +17,40 @@ point a disagreement is a regression that fails the suite.
 database (existing cases keep their status); :func:`run_case` replays a case
 with the current verifier; :func:`check_cases` summarises a set of case files
 for ``audit-verifiers`` and the ``review check-regressions`` command.
+
+Both take an optional ``verifier`` (any callable from a session to a
+:class:`~mirrorworld.verify.Verdict`, such as a fitted verifier version from
+:mod:`mirrorworld.review.fitting`): the case's messages are replayed exactly
+as without one (:func:`replayed`), and the finished episode is graded by it
+instead of the episode's own verifier, so a candidate verifier is checked
+against every case before it is accepted. Cases written by reviewers as task
+variants (:mod:`mirrorworld.review.edge_cases`, ``source.kind ==
+"edge_case"``) are ordinary cases: their ``task`` is the variant, whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mirrorworld.core.registry import Registry, default
-from mirrorworld.errors import MirrorworldError
+from mirrorworld.errors import Failure, MirrorworldError
 from mirrorworld.review.store import ReviewStore
+
+if TYPE_CHECKING:
+    from mirrorworld.core.session import Session
+    from mirrorworld.core.task import Task
+    from mirrorworld.core.world import World
+    from mirrorworld.episodes import Episode
+    from mirrorworld.verify.verdict import Verdict
+
+Grader = Callable[["Session"], "Verdict"]
+"""A verifier: grades a finished session (``mirrorworld.verify.Verifier`` and its subclasses are ones)."""
 
 __all__ = [
     "CASE_FORMAT",
@@ -39,6 +59,7 @@ __all__ = [
     "check_cases",
     "export_disagreements",
     "load_cases",
+    "replayed",
     "run_case",
     "write_cases",
 ]
@@ -183,8 +204,39 @@ def export_disagreements(store: ReviewStore, out: str | Path) -> tuple[list[Regr
     return sorted(existing.values(), key=lambda c: c.id), new
 
 
-def run_case(case: RegressionCase, registry: Registry | None = None) -> CaseResult:
-    """Replay a case on a fresh session and grade it with the current verifier."""
+@contextlib.contextmanager
+def replayed(world: World, task: Task, messages: Sequence[dict[str, Any]]) -> Iterator[Episode]:
+    """The episode of ``task`` in which the assistant ``messages`` are replayed, ended and graded as recorded.
+
+    The messages are stepped through a chat environment one by one, as a
+    :class:`~mirrorworld.agents.replay.ReplayAgent` plays them; an episode the
+    messages leave running ends without a final message (truncated). The
+    episode is open inside the block (its session can be graded again) and
+    closed after it; a world or verifier failure raises at its boundary.
+    """
+    from mirrorworld.agents.base import assistant
+    from mirrorworld.envs.chat import ChatEnv
+
+    env = ChatEnv(world, max_steps=10_000)
+    try:
+        env.reset(task=task)
+        for m in messages:
+            if env.done:
+                break
+            out: dict[str, Any] = {"role": "assistant", "content": m.get("content")}
+            if m.get("tool_calls"):
+                out["tool_calls"] = m["tool_calls"]
+            env.step(out)
+        if not env.done:
+            env.step(assistant(""))
+        assert env.episode is not None
+        yield env.episode
+    finally:
+        env.close()
+
+
+def run_case(case: RegressionCase, registry: Registry | None = None, *, verifier: Grader | None = None) -> CaseResult:
+    """Replay a case on a fresh session and grade it with the current verifier (or ``verifier``)."""
     from mirrorworld.agents.replay import ReplayAgent
     from mirrorworld.core.task import Task
     from mirrorworld.envs.chat import ChatEnv
@@ -192,6 +244,19 @@ def run_case(case: RegressionCase, registry: Registry | None = None) -> CaseResu
 
     task = Task.from_dict(case.task)
     world = (registry or default).get(case.world)
+    if verifier is not None:
+        try:
+            with replayed(world, task, case.messages) as episode:
+                failure = episode.failure
+                graded = verifier(episode.session) if failure is None else None
+        except MirrorworldError as err:
+            failure = Failure.of(err)
+            graded = None
+        if graded is None:
+            assert failure is not None
+            evidence = [f"errored at the {failure.boundary} boundary: {failure.message}"]
+            return CaseResult(case.id, case.status, case.human_passed, False, evidence)
+        return CaseResult(case.id, case.status, case.human_passed, graded.passed, graded.evidence)
     env = ChatEnv(world, max_steps=10_000)
     record = run_episode(env, ReplayAgent({task.id: list(case.messages)}), task)
     verdict = record.graded
@@ -205,14 +270,20 @@ def run_case(case: RegressionCase, registry: Registry | None = None) -> CaseResu
 
 
 def check_cases(
-    paths: Sequence[str | Path], registry: Registry | None = None, *, world: str | None = None
+    paths: Sequence[str | Path],
+    registry: Registry | None = None,
+    *,
+    world: str | None = None,
+    verifier: Grader | None = None,
 ) -> dict[str, Any]:
     """Replay every case (only those of world ``world``, when given); the summary ``audit-verifiers`` reports.
 
     ``regressed`` must be empty. Each case's world is looked up in ``registry``
-    (by default the installed worlds).
+    (by default the installed worlds); ``verifier`` grades the replays instead
+    of the current verifier (see the module docstring).
     """
-    results = [run_case(c, registry) for c in load_cases(*paths) if world is None or c.world == world]
+    cases = [c for c in load_cases(*paths) if world is None or c.world == world]
+    results = [run_case(c, registry, verifier=verifier) for c in cases]
     return {
         "cases": len(results),
         "agree": sum(r.agrees for r in results),
