@@ -11,8 +11,9 @@ import pytest
 from mirrorworld import make_world
 from mirrorworld.agents import OpenAIAgent, ReplayAgent, make_agent
 from mirrorworld.agents.endpoint import ScriptedEndpoint
+from mirrorworld.envs.chat import ChatEnv
 from mirrorworld.errors import AgentError, MirrorworldError, RegistryError
-from mirrorworld.run import RunFile, run_episodes, summarize
+from mirrorworld.run import RunFile, run_episode, run_episodes, summarize
 
 WORLD = make_world("helpdesk")
 
@@ -41,6 +42,26 @@ def test_openai_agent_solves_tasks_through_a_local_endpoint(endpoint: ScriptedEn
     # Tool results are sent back as role=tool messages answering the call ids.
     later = endpoint.requests[1]["body"]["messages"]
     assert later[-1]["role"] == "tool" and later[-1]["tool_call_id"] == later[-2]["tool_calls"][0]["id"]
+
+
+def test_the_scripted_model_tells_apart_tasks_that_open_alike() -> None:
+    """triage/0 and triage/5 send the same instruction; a probe read tells them apart, so both pass."""
+    alike = [WORLD.task("triage", 0), WORLD.task("triage", 5)]
+    assert alike[0].instruction == alike[1].instruction and alike[0].gold != alike[1].gold
+    with ScriptedEndpoint(alike, world=WORLD, faults={alike[1].id: "http500"}) as ep:
+        assert list(ep.probes) == [alike[0].instruction]
+        agent = OpenAIAgent(base_url=ep.url, model="scripted", api_key="k", retries=0)
+        env = ChatEnv(WORLD)
+        first = run_episode(env, agent, alike[0])
+        assert first.passed and first.calls[0]["tool"] == "get_ticket"  # the probe, then the gold
+        second = run_episode(env, agent, alike[1])
+        assert second.errored and "HTTP 500" in str(second.error)  # the fault of the task the probe named
+        ep.faults.clear()
+        assert run_episode(env, agent, alike[1]).passed
+    with ScriptedEndpoint(alike) as blind:  # without the world: the first of them is played
+        agent = OpenAIAgent(base_url=blind.url, model="scripted", api_key="k", retries=0)
+        assert not run_episode(env, agent, alike[1]).passed
+    env.close()
 
 
 def test_openai_agent_failure_is_an_errored_episode_not_a_crash() -> None:

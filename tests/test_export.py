@@ -56,7 +56,12 @@ def test_every_format_reads_back_the_same_rows(runs: dict[str, Path], tmp_path: 
     out = {"jsonl": tmp_path / "b.jsonl", "parquet": tmp_path / "b.parquet", "hf": tmp_path / "b-hf"}[fmt]
     path, n, _ = export_run(runs["oracle"], fmt, out)  # type: ignore[arg-type]
     assert n == 9 and path == out
-    assert load_rows(path) == load_rows(jsonl)
+    got, want = load_rows(path), load_rows(jsonl)
+    if got != want:  # name the first differing column
+        diff = next((i, k) for i, (g, w) in enumerate(zip(got, want, strict=True)) for k in w if g.get(k) != w[k])
+        raise AssertionError(
+            f"row {diff[0]} column {diff[1]}: {got[diff[0]][diff[1]]!r:.600} != {want[diff[0]][diff[1]]!r:.600}"
+        )
 
 
 def test_rows_hold_messages_with_argument_objects_tools_and_verdicts(runs: dict[str, Path], tmp_path: Path) -> None:

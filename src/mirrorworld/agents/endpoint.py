@@ -10,6 +10,17 @@ deterministic token counts in ``usage`` (a quarter of the characters sent and
 returned). A conversation about a task it was not given gets a polite final
 message, which the verifier grades as any model's answer.
 
+**Tasks that open alike.** Two tasks of a family can send the same
+instruction (``triage the new tickets #801, #802, #803``) and differ only in
+what the tools show. Given the ``world`` (:meth:`for_run` passes it), the
+server tells them apart the way an agent would: its first turn is a *probe*,
+a read call whose result differs between those tasks (a read tool called with
+arguments taken from their gold calls, chosen once when the server starts, by
+playing it on a fresh session of each task), and the tool result the client
+sends back names the task; the gold follows from the second turn, and a
+task's fault applies from there. Without the world, or when no read tells the
+tasks apart, the first of them is played.
+
 ``faults`` maps a task id to how that task's conversation fails (:data:`FAULTS`):
 
 * ``model_not_found``: HTTP 404 with an OpenAI-style body, every time; a
@@ -86,6 +97,7 @@ class ScriptedEndpoint:
         self,
         tasks: Iterable[Task],
         *,
+        world: Any = None,
         faults: Mapping[str, str] | None = None,
         model: str = "scripted",
         retry_after_s: float = 1.0,
@@ -96,8 +108,19 @@ class ScriptedEndpoint:
         port: int = 0,
     ) -> None:
         self.tasks: dict[str, Task] = {}
+        alike: dict[str, list[Task]] = defaultdict(list)
         for task in tasks:
             self.tasks.setdefault(task.instruction, task)
+            if task not in alike[task.instruction]:
+                alike[task.instruction].append(task)
+        self.probes: dict[str, tuple[dict[str, Any], dict[str, Task]]] = {}
+        """Per instruction several tasks send: the probe call and the task each of its results names."""
+        if world is not None:
+            for instruction, group in alike.items():
+                if len(group) > 1:
+                    probe = _probe(world, group)
+                    if probe is not None:
+                        self.probes[instruction] = probe
         self.faults: dict[str, str] = dict(faults or {})
         for task_id, kind in self.faults.items():
             if kind not in FAULTS:
@@ -130,7 +153,7 @@ class ScriptedEndpoint:
         from mirrorworld.run.runner import plan_episodes
 
         planned = plan_episodes(world, episodes=episodes, split=split, families=families, start=start)  # type: ignore[arg-type]
-        return cls((world.task_at(p.task) for p in planned), **options)
+        return cls((world.task_at(p.task) for p in planned), world=world, **options)
 
     def start(self) -> ScriptedEndpoint:
         self._thread = threading.Thread(target=self.server.serve_forever, name="scripted-endpoint", daemon=True)
@@ -160,6 +183,14 @@ class ScriptedEndpoint:
         first_user = next((m.get("content") for m in messages if m.get("role") == "user"), None)
         task = self.tasks.get(first_user) if isinstance(first_user, str) else None
         turn = sum(1 for m in messages if m.get("role") == "assistant")
+        probe = self.probes.get(first_user) if isinstance(first_user, str) else None
+        if probe is not None:
+            if turn == 0:
+                seen.update(task=None, turn=0, fault="probe")
+                return 200, {}, self._reply(probe[0], "probe", 0, messages), seen
+            answer = next((m.get("content") for m in messages if m.get("tool_call_id") == "probe"), None)
+            task = probe[1].get(answer, task) if isinstance(answer, str) else task
+            turn -= 1  # the gold starts after the probe
         seen.update(task=task.id if task else None, turn=turn)
         fault = self.faults.get(task.id) if task is not None else None
         with self._lock:
@@ -213,10 +244,13 @@ class ScriptedEndpoint:
                 }
             else:
                 message = {"role": "assistant", "content": ""}
+        return 200, {}, self._reply(message, task.id if task else "unknown", turn, messages), seen
+
+    def _reply(self, message: dict[str, Any], name: str, turn: int, messages: list[dict[str, Any]]) -> bytes:
         sent = sum(len(str(m.get("content") or "")) for m in messages)
         out = len(json.dumps(message))
         payload = {
-            "id": f"chatcmpl-{task.id if task else 'unknown'}-{turn}",
+            "id": f"chatcmpl-{name}-{turn}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.model,
@@ -225,7 +259,38 @@ class ScriptedEndpoint:
             ],
             "usage": {"prompt_tokens": sent // 4, "completion_tokens": out // 4, "total_tokens": sent // 4 + out // 4},
         }
-        return 200, {}, json.dumps(payload).encode(), seen
+        return json.dumps(payload).encode()
+
+
+def _probe(world: Any, group: list[Task]) -> tuple[dict[str, Any], dict[str, Task]] | None:
+    """A read call whose result differs between every task of ``group``, and the task each result names."""
+    from mirrorworld.envs.chat import ChatEnv
+
+    tried: list[tuple[str, dict[str, Any]]] = []
+    for task in group:
+        for call in task.gold:
+            args = call.args if isinstance(call.args, dict) else {}
+            for spec in world.tools:
+                if spec.kind != "read" or not spec.params:
+                    continue
+                picked = {p.name: args[p.name] for p in spec.params if p.name in args}
+                complete = picked and all(p.name in picked for p in spec.params if p.required)
+                if complete and (spec.name, picked) not in tried:
+                    tried.append((spec.name, picked))
+    chat = ChatEnv(world)
+    try:
+        for name, args in tried[:50]:
+            message = {"role": "assistant", "content": None, "tool_calls": [tool_call("probe", name, args)]}
+            seen: dict[str, Task] = {}
+            for task in group:
+                chat.reset(task=task)
+                replies = chat.step(message)
+                seen[str(replies[0]["content"])] = task
+            if len(seen) == len(group):
+                return message, seen
+    finally:
+        chat.close()
+    return None
 
 
 def _handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
