@@ -290,3 +290,32 @@ def test_labels_from_a_review_database(tmp_path: Path) -> None:
     oracle = [lab for i, lab in labels.items() if i != claims[0].id]
     assert len(oracle) == 2 and all(lab.passed and lab.rubric == {"gate:state": True} for lab in oracle)
     assert all(lab.record["task"]["world"] == "helpdesk" and lab.record["messages"] for lab in labels.values())
+
+
+def test_a_versions_tolerance_applies_in_ordinary_episodes(world: World) -> None:
+    """The episode layer grades a version's world with the version's verifier, not the stock one."""
+    from mirrorworld.envs.chat import ChatEnv
+
+    task = world.task("refund_damaged", 3)
+    refund = next(c for c in task.gold if c.tool == "issue_refund")
+    near = [
+        c if c is not refund else type(c)(c.tool, {**c.args, "amount": round(c.args["amount"] - 0.03, 2)})
+        for c in task.gold
+    ]
+
+    def play(w: World) -> bool:
+        env = ChatEnv(w, reward="sparse")
+        try:
+            env.reset(task=w.task("refund_damaged", 3))
+            for i, call in enumerate(near):
+                fn = {"name": call.tool, "arguments": json.dumps(call.args)}
+                env.step({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "function": fn}]})
+                if env.done:
+                    break
+            return bool(env.verdict().passed)
+        finally:
+            env.close()
+
+    assert not play(world)  # three cents short: the hand-written verifier fails it
+    assert play(override_world(world, tolerance(5)))  # within the version's five cents
+    assert not play(override_world(world, tolerance(2)))

@@ -202,6 +202,17 @@ class World(ABC):
     extra_sources: ClassVar[tuple[Path, ...]] = ()
     """Other folders or files a world's behaviour depends on (shared modules outside its folder)."""
 
+    def grader(self, judge: Any = None) -> Any:
+        """The verifier that grades this world's episodes (``judge``: the optional model judge), or None.
+
+        None (the default) means the stock :class:`~mirrorworld.verify.verifier.Verifier`,
+        which the episode layer builds. A world graded by another version of it
+        (``mirrorworld.review.fitting.override_world``) returns that verifier, a
+        callable from a session to a verdict; the parameters it applies are part
+        of the world's score parts, so its content hash is its own.
+        """
+        return None
+
     def __init__(self, *, scale: float = 1.0, data_seed: int = 0) -> None:
         if not (0 < scale <= 100):
             raise WorldError("scale must be in (0, 100]")

@@ -238,7 +238,8 @@ class Episode:
     def _grade(self) -> Verdict:
         self._ended = True
         try:
-            verdict = Verifier(self.options.judge)(self.session)
+            grade = self.session.world.grader(self.options.judge) or Verifier(self.options.judge)
+            verdict = grade(self.session)
         except Exception as err:
             raise self._failed(err, "verifier", f"grading {self.task.id} failed") from err
         self.verdict = verdict

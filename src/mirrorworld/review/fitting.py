@@ -341,6 +341,12 @@ class _OverrideMixin(World):
     override: ClassVar[VerifierParams]
     override_base: ClassVar[type[World]]
 
+    def grader(self, judge: Any = None) -> Any:
+        """The version's verifier: its tolerances and text rules apply wherever the world's episodes are
+        graded. A fitted judge threshold needs the judge's scores: it applies through the episode's judge
+        (a :class:`ThresholdJudge`), as any judge does."""
+        return OverrideVerifier(replace(self.override, judge_threshold=None), judge=judge)
+
     def forbidden_promises(self) -> Sequence[ForbiddenPromise]:
         off = set(self.override.promises_off)
         return [p for p in super().forbidden_promises() if p.name not in off]
