@@ -63,12 +63,12 @@ untrusted input. :func:`override_world` wraps a world with a version: its
 Drift monitoring (:mod:`mirrorworld.review.drift`) tracks verifier versions by
 the world content hash recorded with each episode, so episodes recorded or
 regraded (:func:`regrade`) under the override world form a version of their
-own and are compared with the one before. The override world carries what
-the stock verifier reads from a world (text words, forbidden promises); the
-numeric tolerances and the judge threshold are applied by
-:class:`OverrideVerifier`, which is what grades with the version (``Episode``
-always grades with the stock ``Verifier``: runs whose verdicts should follow
-a version are regraded with it until the episode layer takes a verifier).
+own and are compared with the one before. The override world grades its
+own episodes with the version (:meth:`World.grader <mirrorworld.core.world.World.grader>`
+returns its :class:`OverrideVerifier`), so every run on it, through any
+environment, gets the fitted tolerances and text rules; the fitted judge
+threshold needs the judge's scores and applies through the episode's judge
+(:class:`ThresholdJudge`).
 """
 
 from __future__ import annotations
