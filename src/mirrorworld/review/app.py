@@ -45,6 +45,9 @@ without the right one is refused, as is one whose ``Origin`` is another site.
 Pages are sent with a Content-Security-Policy that allows only this site's
 own script and stylesheet.
 
+The JSON API for pipelines and simulated reviewers (bearer tokens, no
+cookies) is served under ``/api/v1`` beside the pages: :mod:`mirrorworld.review.api`.
+
 Forms are ``application/x-www-form-urlencoded`` only, at most 64 KiB, strict
 UTF-8, no repeated or unknown fields: anything else is a 4xx and changes
 nothing. Every write is one transaction in the store (see
@@ -73,9 +76,10 @@ from starlette.routing import Route
 
 from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
+from mirrorworld.review.api import ApiConfig, api_routes, submit_grade
 from mirrorworld.review.drift import DriftPolicy, compute_drift
 from mirrorworld.review.episode import episode_view
-from mirrorworld.review.quality import auto_pause, load_policy, quality_report
+from mirrorworld.review.quality import quality_report
 from mirrorworld.review.queue import take_next
 from mirrorworld.review.stats import StatsOptions, compute_stats
 from mirrorworld.review.store import (
@@ -415,7 +419,7 @@ class _App:
             reason_keys=int(keys),
             reason_pasted=pasted == "1",
         )
-        self.store.submit_review(review, after=auto_pause(self.store, load_policy(self.store)))
+        submit_grade(self.store, review)
         return RedirectResponse(f"/item/{item_id}", status_code=303)
 
     # -- adjudication and administration ---------------------------------------------
@@ -587,8 +591,9 @@ def create_app(
     drift_policy: DriftPolicy | None = None,
     secure_cookies: bool = False,
     sign_in_limits: SignInLimits | None = None,
+    api: ApiConfig | None = None,
 ) -> Starlette:
-    """The ASGI app over ``store``. ``secure_cookies`` for deployments behind HTTPS."""
+    """The ASGI app over ``store``. ``secure_cookies`` for deployments behind HTTPS; ``api`` bounds the JSON API."""
     app = _App(
         store,
         registry=registry,
@@ -667,7 +672,10 @@ def create_app(
         Route("/static/app.js", static(APP_JS, "text/javascript")),
         Route("/static/app.css", static(APP_CSS, "text/css")),
     ]
-    return Starlette(routes=routes)
+    api_app = api_routes(
+        store, registry=registry, stats_options=app.stats_options, drift_policy=app.drift_policy, config=api
+    )
+    return Starlette(routes=[*routes, *api_app])
 
 
 class _RowId(Convertor[int]):

@@ -1,4 +1,5 @@
-"""The ``review`` command: ``serve``, ``add-user``, ``stats``, ``export-disagreements``, ``check-regressions``.
+"""The ``review`` command: ``serve``, ``add-user``, ``token``, ``stats``, ``export-disagreements``,
+``check-regressions``.
 
 ``mirrorworld review serve RUN... [--db review.sqlite]`` imports the run files'
 episodes (again: only new ones), fills the queue by stratified sampling and
@@ -6,7 +7,12 @@ serves the app; on a database without an admin it creates ``admin`` with a
 random password, shown once on the terminal when both standard input and
 output are one, and otherwise written to ``DB.admin-password`` (mode 0600,
 readable by its owner only), so it never lands in a log that captured the
-output. ``stats`` prints the agreement report and
+output. ``token create --name REVIEWER`` makes a token of the review API
+(:mod:`mirrorworld.review.api`) for that reviewer (``--create`` makes the
+account too, for a pipeline or a simulated reviewer; ``--role`` may lower the
+token below the reviewer's role), printed once, or written to ``--out`` (mode
+0600) so it stays out of logs; ``token list`` shows the live tokens (never
+their secrets) and ``token revoke ID`` ends one. ``stats`` prints the agreement report and
 the drift alarms (``--json`` for all of it). ``export-disagreements`` writes
 adjudicated disagreements as verifier regression cases;
 ``check-regressions`` replays case files with the current verifier and fails
@@ -130,6 +136,28 @@ def register(sub: Any) -> dict[str, Any]:
     u.add_argument("--db", default="review.sqlite")
     u.add_argument("--role", choices=("reviewer", "adjudicator", "admin"), default="reviewer")
 
+    k = rsub.add_parser("token", help="tokens of the review API: create, list, revoke")
+    ksub = k.add_subparsers(dest="token_command", required=True, parser_class=type(review))
+    kc = ksub.add_parser("create", help="a new API token for a reviewer (shown once)")
+    kc.add_argument("--db", default="review.sqlite")
+    kc.add_argument("--name", required=True, metavar="REVIEWER", help="the reviewer the token acts as")
+    kc.add_argument(
+        "--role",
+        choices=("reviewer", "adjudicator", "admin"),
+        default=None,
+        help="the token's role (default: the reviewer's; never above it)",
+    )
+    kc.add_argument("--create", action="store_true", help="make the reviewer (with --role) when there is none")
+    kc.add_argument("--label", default="", help="what the token is for")
+    kc.add_argument("--days", type=float, default=None, help="the token expires after this many days")
+    kc.add_argument("--out", default=None, metavar="FILE", help="write the token to FILE (0600) instead of printing")
+    kl = ksub.add_parser("list", help="the live API tokens")
+    kl.add_argument("--db", default="review.sqlite")
+    kl.add_argument("--json", action="store_true")
+    kr = ksub.add_parser("revoke", help="revoke an API token")
+    kr.add_argument("id", type=int, metavar="ID")
+    kr.add_argument("--db", default="review.sqlite")
+
     t = rsub.add_parser("stats", help="agreement between humans and the verifier, and drift alarms")
     t.add_argument("--db", default="review.sqlite")
     t.add_argument("--json", action="store_true")
@@ -162,6 +190,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     handler = {
         "serve": cmd_serve,
         "add-user": cmd_add_user,
+        "token": cmd_token,
         "stats": cmd_stats,
         "export-disagreements": cmd_export,
         "check-regressions": cmd_check,
@@ -264,6 +293,41 @@ def cmd_add_user(args: argparse.Namespace) -> int:
     store = _store(args.db, create=True)
     rid = store.add_reviewer(args.name, password, args.role)
     print(f"added {args.role} {inert(args.name)} (id {rid})")
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    """``review token create|list|revoke`` (see the module docstring)."""
+    if args.token_command == "create":
+        if args.out is not None:
+            check_output_path(args.out)
+        store = _store(args.db, create=args.create)
+        expires = None if args.days is None else args.days * 86400
+        token, secret = store.create_token(
+            args.name, role=args.role, label=args.label, expires_in=expires, create=args.create
+        )
+        what = f"token {token.id} for {inert(token.reviewer)} ({token.role})"
+        if args.out is not None:
+            _write_private(Path(args.out), secret + "\n")
+            print(f"created {what}; it is in {inert(args.out)} (readable by you only)")
+        else:
+            print(f"created {what}: {secret} (shown once)")
+        return 0
+    store = _store(args.db)
+    if args.token_command == "revoke":
+        if not store.revoke_token(args.id):
+            raise MirrorworldError(f"no live API token {args.id}")
+        print(f"revoked token {args.id}")
+        return 0
+    tokens = store.tokens()
+    if args.json:
+        print(json.dumps([t.to_dict() for t in tokens], indent=2))
+        return 0
+    for t in tokens:
+        label = f" {inert(t.label, 80)}" if t.label else ""
+        print(f"{t.id}  {inert(t.reviewer, 64)}  {t.role}{label}")
+    if not tokens:
+        print("no live API tokens")
     return 0
 
 

@@ -19,6 +19,13 @@ campaign produces, so it can be copied, archived and re-analysed:
   ``rubric`` rows, and ``adjudications`` — the final human verdict on an item
   that humans or the verifier disagreed on.
 * ``events`` — an append-only log of sign-ins, pauses and adjudications.
+* ``api_tokens`` — bearer tokens of the review API (:mod:`mirrorworld.review.api`),
+  each belonging to a reviewer and carrying a role no higher than the
+  reviewer's; stored, like sessions, as the SHA-256 of the token. A revoked
+  token keeps its row (``revoked_at``) for the record.
+* ``webhooks`` and ``webhook_deliveries`` — where the API posts an item's human
+  verdict once it has one, and each delivery's outcome (one row per webhook,
+  item and verdict state, so a verdict is announced once).
 
 Durability and consistency: the database runs in WAL mode with
 ``synchronous=FULL``; every change is one ``BEGIN IMMEDIATE`` transaction, so
@@ -57,19 +64,25 @@ import random
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mirrorworld.core.registry import Registry
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.verify.verdict import Verdict
 
+if TYPE_CHECKING:
+    from mirrorworld.run.runner import EpisodeRecord
+
 __all__ = [
     "FORMAT",
     "GATE_LABELS",
     "ROLES",
+    "TOKEN_PREFIX",
+    "Added",
+    "ApiToken",
     "CheckRef",
     "Item",
     "ReviewInput",
@@ -108,6 +121,9 @@ NONCE_SECONDS = 3600
 
 ITEM_IDS = range(1_000_000_000, 10_000_000_000)
 """Where item ids are drawn from: ten digits, uniformly, whatever the import order."""
+
+TOKEN_PREFIX = "mwr_"
+"""How an API token starts (so a leaked one is recognisable to secret scanners and to people)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -161,11 +177,28 @@ CREATE TABLE IF NOT EXISTS sign_ins (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, name TEXT NOT NULL, client TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS used_nonces (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS api_tokens (
+    id INTEGER PRIMARY KEY, token TEXT NOT NULL UNIQUE, reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
+    role TEXT NOT NULL CHECK (role IN ('reviewer', 'adjudicator', 'admin')), label TEXT NOT NULL,
+    created_at REAL NOT NULL, expires_at REAL, revoked_at REAL
+);
+CREATE TABLE IF NOT EXISTS webhooks (
+    id INTEGER PRIMARY KEY, url TEXT NOT NULL, events TEXT NOT NULL, secret TEXT NOT NULL,
+    created_by INTEGER REFERENCES reviewers(id), created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    id INTEGER PRIMARY KEY, webhook_id INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+    event TEXT NOT NULL, item_id INTEGER NOT NULL REFERENCES items(id), state TEXT NOT NULL,
+    payload TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0, http_status INTEGER, error TEXT, created_at REAL NOT NULL,
+    finished_at REAL, UNIQUE (webhook_id, event, item_id, state)
+);
 CREATE INDEX IF NOT EXISTS sign_ins_by_name ON sign_ins (name, client, at);
 CREATE INDEX IF NOT EXISTS sign_ins_by_client ON sign_ins (client, at);
 CREATE INDEX IF NOT EXISTS reviews_by_reviewer ON reviews (reviewer_id, submitted_at);
 CREATE INDEX IF NOT EXISTS items_by_position ON items (position);
 CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, at);
+CREATE INDEX IF NOT EXISTS deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
 """
 
 
@@ -224,6 +257,46 @@ class Reviewer:
     def can(self, role: Role) -> bool:
         """Whether this reviewer's role is ``role`` or above."""
         return ROLES.index(self.role) >= ROLES.index(role)
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """An API token as listed (never its secret, which only its creator saw)."""
+
+    id: int
+    reviewer_id: int
+    reviewer: str
+    role: Role
+    label: str
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "reviewer_id": self.reviewer_id,
+            "reviewer": self.reviewer,
+            "role": self.role,
+            "label": self.label,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+@dataclass(frozen=True)
+class Added:
+    """What :meth:`ReviewStore.add_records` did: the run, and for each record its item and whether it is new."""
+
+    run_id: int
+    items: tuple[int, ...]
+    created: tuple[bool, ...]
+
+    @property
+    def new(self) -> int:
+        """How many items were imported now."""
+        return sum(self.created)
 
 
 @dataclass(frozen=True)
@@ -494,6 +567,9 @@ class ReviewStore:
         except (sqlite3.DatabaseError, ValueError) as err:
             raise MirrorworldError(f"{self.path} is not a review database ({err})") from None
         self._secret: str = self.get_meta("secret")
+        self._listeners: list[Callable[[int], None]] = []
+        self.changes = 0
+        """Counts the grades and adjudications this store object committed (a cheap "anything new?" for pollers)."""
 
     # -- connections -------------------------------------------------------------
 
@@ -565,6 +641,8 @@ class ReviewStore:
         passes). ``audit`` runs ``audit-run``'s reward-hacking detectors over the
         episodes; flagged episodes are over-sampled into the queue, the run's
         world looked up in ``registry`` (by default the installed worlds).
+        The episodes go in through :meth:`add_records`, the run named by its
+        resolved path.
         """
         from mirrorworld.run.trajectories import RunFile
 
@@ -575,13 +653,38 @@ class ReviewStore:
         flags: dict[int, list[str]] = {}
         if audit and records:
             flags = _audit_flags(p, records[0].task.get("world", ""), registry)
+        added = self.add_records(str(p), meta, records, gold=gold, flags=flags)
+        return added.run_id, added.new
+
+    def add_records(
+        self,
+        name: str,
+        meta: dict[str, Any],
+        records: Sequence[EpisodeRecord],
+        *,
+        gold: bool = False,
+        flags: Mapping[int, Sequence[str]] | None = None,
+    ) -> Added:
+        """Import episode records as the run ``name`` (again: only the episodes it lacks), in one transaction.
+
+        The one way episodes enter the database: :meth:`add_run` reads them
+        from a run file, the review API (:mod:`mirrorworld.review.api`) from a
+        training loop's request, after checking them as a run file's episodes
+        are checked. ``name`` identifies the run (a run file's path; ``api:…``
+        for submitted runs): a record whose ``index`` the run holds already is
+        not imported again, and its item is the one it got the first time.
+        ``meta`` is the run's metadata (``world``, ``agent``, ``world_hash`` …);
+        ``gold`` as in :meth:`add_run`; ``flags`` maps an episode index to the
+        audit rules that flagged it (over-sampled into the queue).
+        """
+        flags = flags or {}
         with self.write() as conn:
-            row = conn.execute("SELECT id FROM runs WHERE path=?", (str(p),)).fetchone()
+            row = conn.execute("SELECT id FROM runs WHERE path=?", (name,)).fetchone()
             if row is None:
                 cur = conn.execute(
                     "INSERT INTO runs (path, world, agent, meta, gold, added_at) VALUES (?, ?, ?, ?, ?, ?)",
                     (
-                        str(p),
+                        name,
                         str(meta.get("world", "")),
                         str(meta.get("agent", "")),
                         json.dumps(meta, default=str),
@@ -594,20 +697,25 @@ class ReviewStore:
                 run_id = int(row[0])
                 if gold:
                     conn.execute("UPDATE runs SET gold=1 WHERE id=?", (run_id,))
-            new = 0
-            known = {int(r[0]) for r in conn.execute("SELECT episode FROM items WHERE run_id=?", (run_id,))}
+            known = {
+                int(r[0]): int(r[1]) for r in conn.execute("SELECT episode, id FROM items WHERE run_id=?", (run_id,))
+            }
+            ids: list[int] = []
+            created: list[bool] = []
             for rec in records:
                 if rec.index in known:
+                    ids.append(known[rec.index])
+                    created.append(False)
                     continue
-                known.add(rec.index)
                 data = _record_dict(rec)
                 refs = check_refs(data)
-                cur = conn.execute(
+                item_id = self._new_item_id(conn)
+                conn.execute(
                     "INSERT INTO items (id, run_id, episode, task_id, family, agent, verifier_version,"
                     " verifier_passed, score, reward, error, checks, audit_flags, record, gold_answer)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        self._new_item_id(conn),
+                        item_id,
                         run_id,
                         rec.index,
                         rec.task_id,
@@ -619,23 +727,25 @@ class ReviewStore:
                         rec.reward,
                         rec.error,
                         json.dumps([r.to_dict() for r in refs]),
-                        json.dumps(flags.get(rec.index, [])),
+                        json.dumps(list(flags.get(rec.index, []))),
                         json.dumps(data, default=str),
                         int(rec.passed) if gold else None,
                     ),
                 )
-                new += cur.rowcount
+                known[rec.index] = item_id
+                ids.append(item_id)
+                created.append(True)
             if gold:
                 conn.execute(
                     "UPDATE items SET gold_answer=verifier_passed WHERE run_id=? AND gold_answer IS NULL", (run_id,)
                 )
-        return run_id, new
+        return Added(run_id, tuple(ids), tuple(created))
 
-    def _new_item_id(self, conn: sqlite3.Connection) -> int:
-        """An unused item id drawn uniformly from :data:`ITEM_IDS` (see the module docstring)."""
+    def _new_item_id(self, conn: sqlite3.Connection, table: Literal["items", "api_tokens"] = "items") -> int:
+        """An unused id of ``table`` drawn uniformly from :data:`ITEM_IDS` (see the module docstring)."""
         while True:
             candidate = self.rng.randrange(ITEM_IDS.start, ITEM_IDS.stop)
-            if conn.execute("SELECT 1 FROM items WHERE id=?", (candidate,)).fetchone() is None:
+            if conn.execute(f"SELECT 1 FROM {table} WHERE id=?", (candidate,)).fetchone() is None:
                 return candidate
 
     _ITEM_COLS = (
@@ -884,6 +994,125 @@ class ReviewStore:
         with self.write() as conn:
             conn.execute("DELETE FROM sessions WHERE token=?", (_digest(token),))
 
+    # -- API tokens --------------------------------------------------------------
+
+    def create_token(
+        self,
+        reviewer: str,
+        *,
+        role: Role | None = None,
+        label: str = "",
+        expires_in: float | None = None,
+        create: bool = False,
+        by: int | None = None,
+    ) -> tuple[ApiToken, str]:
+        """A new API token for the reviewer named ``reviewer``: (its listing, the secret, shown only now).
+
+        The token acts as that reviewer with ``role``, which may be lower than
+        the reviewer's own (a read-only token of an admin, say) but never
+        higher; by default the reviewer's role. With ``create`` a reviewer of
+        that name is made first when there is none, with ``role`` (default
+        ``reviewer``) and a random password nobody is told (an account for a
+        pipeline or a simulated reviewer that only ever signs in by token).
+        ``expires_in`` seconds bounds its life (default: until revoked). Only
+        the secret's SHA-256 is stored.
+        """
+        if role is not None and role not in ROLES:
+            raise MirrorworldError(f"role must be one of {', '.join(ROLES)}")
+        if len(label) > 200 or not label.isprintable():
+            raise MirrorworldError("a token label is at most 200 printable characters")
+        if expires_in is not None and not 0 < expires_in <= 10 * 365 * 86400:
+            raise MirrorworldError("a token expires between 0 and ten years from now")
+        with self.read() as conn:
+            found = conn.execute("SELECT id FROM reviewers WHERE name=?", (reviewer,)).fetchone()
+        if found is None:
+            if not create:
+                raise MirrorworldError(f"there is no reviewer named {ascii(reviewer)[1:-1][:64]!r}")
+            self.add_reviewer(reviewer, secrets.token_urlsafe(24), role or "reviewer")
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        now = self.clock()
+        with self.write() as conn:
+            owner = conn.execute(f"SELECT {self._REVIEWER_COLS} FROM reviewers WHERE name=?", (reviewer,)).fetchone()
+            if owner is None:
+                raise MirrorworldError(f"there is no reviewer named {ascii(reviewer)[1:-1][:64]!r}")
+            account = self._reviewer(owner)
+            granted: Role = role or account.role
+            if not account.can(granted):
+                raise MirrorworldError(f"{account.name} is a {account.role}: a token of theirs cannot be {granted}")
+            token_id = self._new_item_id(conn, "api_tokens")
+            expires = None if expires_in is None else now + expires_in
+            conn.execute(
+                "INSERT INTO api_tokens (id, token, reviewer_id, role, label, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (token_id, _digest(secret), account.id, granted, label, now, expires),
+            )
+            self.log(conn, by, "token_created", {"token": token_id, "reviewer": account.id, "role": granted})
+        return ApiToken(token_id, account.id, account.name, granted, label, now, expires, None), secret
+
+    def token_reviewer(self, secret: str) -> tuple[Reviewer, int] | None:
+        """The reviewer a live API token acts as (its role lowered to the token's) and the token's id; else None.
+
+        The role is the lower of the token's and the reviewer's current one, so
+        a reviewer demoted after the token was made is demoted through it too.
+        """
+        if not secret.startswith(TOKEN_PREFIX) or len(secret) > 200:
+            return None
+        with self.read() as conn:
+            row = conn.execute(
+                "SELECT id, reviewer_id, role FROM api_tokens WHERE token=? AND revoked_at IS NULL"
+                " AND (expires_at IS NULL OR expires_at > ?)",
+                (_digest(secret), self.clock()),
+            ).fetchone()
+            if row is None:
+                return None
+            reviewer = self.reviewer(row[1], conn)
+        if reviewer is None:
+            return None
+        role: Role = min(reviewer.role, row[2], key=ROLES.index)
+        return replace(reviewer, role=role), int(row[0])
+
+    def revoke_token(self, token_id: int, *, by: int | None = None) -> bool:
+        """Revoke a token for good; False when there is no live token with that id."""
+        with self.write() as conn:
+            n = conn.execute(
+                "UPDATE api_tokens SET revoked_at=? WHERE id=? AND revoked_at IS NULL", (self.clock(), token_id)
+            ).rowcount
+            if n:
+                self.log(conn, by, "token_revoked", {"token": token_id})
+        return bool(n)
+
+    def tokens(self, *, revoked: bool = False) -> list[ApiToken]:
+        """The API tokens (live ones; with ``revoked`` the revoked and expired ones too), oldest first."""
+        live = "" if revoked else " WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?)"
+        with self.read() as conn:
+            rows = conn.execute(
+                "SELECT t.id, t.reviewer_id, p.name, t.role, t.label, t.created_at, t.expires_at, t.revoked_at"
+                f" FROM api_tokens t JOIN reviewers p ON p.id=t.reviewer_id{live} ORDER BY t.created_at, t.id",
+                () if revoked else (self.clock(),),
+            ).fetchall()
+        return [ApiToken(*r) for r in rows]
+
+    # -- change notification -----------------------------------------------------
+
+    def subscribe(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener(item_id)`` after each grade or adjudication this store object commits.
+
+        It runs in the committing thread, after the commit, so it must be quick
+        and must not raise (the review API's webhook dispatcher only enqueues
+        the id). Grades committed by another process are not announced:
+        pollers read the database (:meth:`version`) for those.
+        """
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[int], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _changed(self, item_id: int) -> None:
+        self.changes += 1
+        for listener in list(self._listeners):
+            listener(item_id)
+
     # -- reviews -----------------------------------------------------------------
 
     def assignment(self, item_id: int, reviewer_id: int, conn: sqlite3.Connection | None = None) -> float | None:
@@ -953,6 +1182,7 @@ class ReviewStore:
             )
             if after is not None:
                 after(conn, review)
+        self._changed(review.item_id)
         return review_id, True
 
     _REVIEW_COLS = (
@@ -1019,6 +1249,7 @@ class ReviewStore:
                 (item_id, adjudicator_id, int(passed), reason, self.clock()),
             )
             self.log(conn, adjudicator_id, "adjudicated", {"item": item_id, "passed": passed})
+        self._changed(item_id)
 
     def adjudications(self, conn: sqlite3.Connection | None = None) -> dict[int, dict[str, Any]]:
         sql = (
