@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {
     "cleanrl_ppo.py": ("torch",),
     "gym_loop.py": (),
+    "review_loop.py": ("starlette", "httpx", "pydantic"),
     "sb3_maskable_ppo.py": ("sb3_contrib",),
     "torchrl_rollout.py": ("torchrl",),
     "team_loop.py": ("pettingzoo",),
