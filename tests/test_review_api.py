@@ -83,18 +83,25 @@ class Env:
         return item
 
 
-def make_env(path: Path, config: ApiConfig = CONFIG) -> Env:
+@pytest.fixture(scope="module")
+def people(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A review database with PEOPLE and a token each, made once (passwords are scrypt-hashed: slow on purpose)."""
+    path = tmp_path_factory.mktemp("people") / "review.sqlite"
+    store = ReviewStore(path)
+    tokens = {name: store.create_token(name, role=role, create=True)[1] for name, role in PEOPLE.items()}  # type: ignore[arg-type]
+    return path, tokens
+
+
+def make_env(path: Path, people: tuple[Path, dict[str, str]], config: ApiConfig = CONFIG) -> Env:
+    path.write_bytes(people[0].read_bytes())  # every connection is closed: the database is whole in its file
     store = ReviewStore(path)
     app = create_app(store, stats_options=STATS, api=config)
-    env = Env(store, app, TestClient(app, base_url=BASE))
-    for name, role in PEOPLE.items():
-        env.tokens[name] = store.create_token(name, role=role, create=True)[1]  # type: ignore[arg-type]
-    return env
+    return Env(store, app, TestClient(app, base_url=BASE), dict(people[1]))
 
 
 @pytest.fixture()
-def env(tmp_path: Path) -> Iterator[Env]:
-    e = make_env(tmp_path / "review.sqlite")
+def env(tmp_path: Path, people: tuple[Path, dict[str, str]]) -> Iterator[Env]:
+    e = make_env(tmp_path / "review.sqlite", people)
     yield e
     e.http.close()
 
@@ -280,28 +287,17 @@ def test_hostile_requests_are_4xx_never_5xx(env: Env, runs: dict[str, Run]) -> N
         yield b'"}'
 
     check(env.call("POST", "/items/1/review", "alice", content=chunks()), 413, "too_large")
-    check(
-        env.call("POST", "/episodes", content=b"{", headers={"Content-Type": "application/json"}), 400, "invalid_json"
-    )
-    check(
-        env.call("POST", "/episodes", content=b"\xff\xfe", headers={"Content-Type": "application/json"}),
-        400,
-        "invalid_json",
-    )
-    deep = b"[" * 5000 + b"]" * 5000
-    check(
-        env.call("POST", "/episodes", content=deep, headers={"Content-Type": "application/json"}), 400, "invalid_json"
-    )
-    nan = b'{"run": {"name": "x", "world": "w"}, "episodes": [{"score": NaN}]}'
-    check(env.call("POST", "/episodes", content=nan, headers={"Content-Type": "application/json"}), 400, "invalid_json")
-    surrogate = b'{"run": {"name": "x", "world": "\\ud800"}, "episodes": [{}]}'
-    check(
-        env.call("POST", "/episodes", content=surrogate, headers={"Content-Type": "application/json"}),
-        400,
-        "invalid_json",
-    )
-    big = b'{"run": {"name": "x", "world": "w", "meta": {"n": ' + b"9" * 5000 + b"}}, " + b'"episodes": [{}]}'
-    check(env.call("POST", "/episodes", content=big, headers={"Content-Type": "application/json"}), 400, "invalid_json")
+    for body, says in [
+        (b"{", "not valid JSON"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b"[" * 5000 + b"]" * 5000, "deeper than"),
+        (b'{"run": {"name": "x", "world": "w"}, "episodes": [{"score": NaN}]}', "NaN or Infinity"),
+        (b'{"run": {"name": "x", "world": "\\ud800"}, "episodes": [{}]}', "lone surrogate"),
+        (b'{"run": {"name": "x", "world": "w", "meta": {"n": ' + b"9" * 5000 + b'}}, "episodes": [{}]}', "JSON"),
+    ]:
+        resp = env.call("POST", "/episodes", content=body, headers={"Content-Type": "application/json"})
+        check(resp, 400, "invalid_json")
+        assert says in resp.json()["error"]["message"], (body[:40], resp.json())
     check(env.call("POST", "/episodes", data={"run": "x"}), 415, "unsupported_media_type")
     check(env.call("POST", "/queue/take", "alice", json={"x": 1}), 400, "invalid")
     for bad in ("abc", "1" * 19, "-1", "1.5", "%00", "9" * 18):
@@ -525,8 +521,8 @@ def test_webhook_urls_are_checked(env: Env, url: str) -> None:
     assert resp.status_code == 400 and resp.json()["error"]["message"].startswith("url: ")
 
 
-def test_webhooks_can_be_restricted_to_configured_hosts(tmp_path: Path) -> None:
-    env = make_env(tmp_path / "r.sqlite", ApiConfig(webhook_hosts=("hooks.example.com",)))
+def test_webhooks_can_be_restricted_to_configured_hosts(tmp_path: Path, people: tuple[Path, dict[str, str]]) -> None:
+    env = make_env(tmp_path / "r.sqlite", people, ApiConfig(webhook_hosts=("hooks.example.com",)))
     assert env.call("POST", "/webhooks", json={"url": "http://127.0.0.1:9/x"}).status_code == 400
     assert env.call("POST", "/webhooks", json={"url": "https://HOOKS.example.com/x"}).status_code == 201
     assert env.call("POST", "/webhooks", json={"url": "http://x/", "events": ["item.created"]}).status_code == 400
@@ -610,8 +606,8 @@ def test_labels_export_every_grade_page_by_page(env: Env, runs: dict[str, Run]) 
 # -- the client ------------------------------------------------------------------------------
 
 
-def test_the_client_drives_the_loop_over_http(tmp_path: Path) -> None:
-    env = make_env(tmp_path / "review.sqlite")
+def test_the_client_drives_the_loop_over_http(tmp_path: Path, people: tuple[Path, dict[str, str]]) -> None:
+    env = make_env(tmp_path / "review.sqlite", people)
     path = make_runs(tmp_path, ("claim",), episodes=3)[0]
     from mirrorworld.core.registry import default
 
@@ -676,8 +672,10 @@ SEMANTIC = {"submit", "review", "add_webhook", "add_token"}
 took, a webhook host, a reviewer name): a schema-valid body may be refused (400), so valid data need not pass."""
 
 
-def test_every_operation_answers_as_documented(tmp_path: Path, runs: dict[str, Run]) -> None:
-    env = make_env(tmp_path / "fuzz.sqlite", ApiConfig(max_wait=0.05, webhook_hosts=("fuzz.invalid",)))
+def test_every_operation_answers_as_documented(
+    tmp_path: Path, runs: dict[str, Run], people: tuple[Path, dict[str, str]]
+) -> None:
+    env = make_env(tmp_path / "fuzz.sqlite", people, ApiConfig(max_wait=0.05, webhook_hosts=("fuzz.invalid",)))
     env.submit(runs["oracle"], size=4)
     schema = schemathesis.openapi.from_asgi("/api/v1/openapi.json", env.app)
     operations = [result.ok() for result in schema.get_all_operations()]

@@ -115,7 +115,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -127,6 +127,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match, NoMatchFound
 
 from mirrorworld.core.registry import Registry
+from mirrorworld.core.task import Task
 from mirrorworld.errors import MirrorworldError, RunFileError
 from mirrorworld.review.drift import DriftPolicy, compute_drift
 from mirrorworld.review.episode import episode_view
@@ -646,7 +647,7 @@ def openapi() -> dict[str, Any]:
 # -- checks of untrusted input ----------------------------------------------------------------
 
 _COLUMNS = [f.name for f in fields(EpisodeRecord)]
-_DEFAULTS = {f.name: f.default for f in fields(EpisodeRecord) if f.default is not f.default_factory}
+_DEFAULTS = {f.name: f.default for f in fields(EpisodeRecord) if f.default is not MISSING}
 _REQUIRED = [f.name for f in fields(EpisodeRecord) if f.name not in _DEFAULTS]
 _AS_JSON = ("messages", "calls", "verdict", "task", "failure", "usage")
 _INT64 = range(-(2**63), 2**63)
@@ -688,8 +689,6 @@ def validate_episode(data: Any, where: str) -> EpisodeRecord:
         row.append(value)
     try:
         record = RunFile._record(_Named(where), tuple(row))  # type: ignore[arg-type]
-        from mirrorworld.core.task import Task
-
         Task.from_dict(record.task)
         check_refs(asdict(record))
     except RunFileError as err:
@@ -709,11 +708,18 @@ def _parse(body: bytes) -> Any:
         json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except RunFileError as err:
         raise ApiError(400, "invalid_json", str(err)) from None
+    except UnicodeEncodeError:  # before ValueError, which it is
+        raise ApiError(400, "invalid_json", "the body holds a lone surrogate (\\ud800…), which is no text") from None
     except ValueError:
         raise ApiError(400, "invalid_json", "the body holds NaN or Infinity (JSON numbers are finite)") from None
-    except UnicodeEncodeError:
-        raise ApiError(400, "invalid_json", "the body holds a lone surrogate (\\ud800…), which is no text") from None
     return value
+
+
+def _body(model: type[BaseModel], raw: bytes) -> BaseModel:
+    try:
+        return model.model_validate(_parse(raw))
+    except ValidationError as err:
+        raise _invalid(err) from None
 
 
 def _invalid(err: ValidationError) -> ApiError:
@@ -1150,12 +1156,9 @@ class _Api:
             ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
             if ctype != "application/json":
                 raise ApiError(415, "unsupported_media_type", "the body is sent as application/json")
-            value = await run_in_threadpool(_parse, raw) if len(raw) > 65536 else _parse(raw)
-            try:
-                body = op.body.model_validate(value)
-            except ValidationError as err:
-                raise _invalid(err) from None
-        elif raw.strip():
+            # a big body is parsed and validated off the event loop, which the long-polls share
+            body = await run_in_threadpool(_body, op.body, raw) if len(raw) > 65536 else _body(op.body, raw)
+        elif raw.strip() not in (b"", b"{}"):
             raise ApiError(400, "invalid", "this route takes no body")
         call = _Call(request, reviewer, token, ids, query, body)
         handler: Callable[[_Call], Any] = getattr(self, op.handler)
