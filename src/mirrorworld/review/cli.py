@@ -52,7 +52,10 @@ __all__ = ["inert", "register"]
 DEFAULT_CASES = "tests/regressions/verifier_cases.jsonl"
 
 _STATS_MODULES = ("sklearn", "scipy", "krippendorff")
-_NEEDS = {"serve": ("starlette", "uvicorn", "jinja2", "itsdangerous", *_STATS_MODULES), "stats": _STATS_MODULES}
+_NEEDS = {
+    "serve": ("starlette", "uvicorn", "jinja2", "itsdangerous", "pydantic", "httpx", *_STATS_MODULES),
+    "stats": _STATS_MODULES,
+}
 """The modules of the ``review`` extra each subcommand imports (the app computes the statistics too)."""
 
 
