@@ -28,12 +28,16 @@ measured on.
   only when every gate passes); a fail keeps the verifier's answer for each row
   and, where those all pass, fails one row drawn at random, so at least one
   row carries the failure.
-* *Time.* Seconds per item are lognormal with median ``median_seconds`` and
-  log-sd ``spread``, but never less than the time the fields took plus two
-  seconds (typing a long reason at ``typing_cps`` takes what it takes).
+* *Time.* Reading and judging an item takes a lognormal time with median
+  ``median_seconds`` and log-sd ``spread``; the time spent in the fields —
+  typing the reason at ``typing_cps``, answering rubric rows — comes on top.
+  So seconds per item are that lognormal exactly for a reviewer who writes
+  nothing, and longer by what they write.
 * *Reason.* An honest reviewer writes ``reason_words`` words in a style of
-  their own (phrases drawn from banks when the reviewer is made), naming the
-  rubric rows they failed; with ``reuse_rate`` they reuse one of their earlier
+  their own (openings, verdict words, fillers and pet phrases drawn from banks
+  when the reviewer is made), citing specifics (a call, a ticket, the task)
+  and naming a rubric row they failed in their own shorthand (a few of its
+  words, not its label); with ``reuse_rate`` they reuse one of their earlier
   reasons instead (pasted when long: people copy their own boilerplate); with
   ``paste_rate`` they paste part of a fresh one. Typing costs
   ``chars / typing_cps`` seconds and about 3–20 % more keystrokes than
@@ -101,6 +105,7 @@ __all__ = [
     "read_signals",
     "seeded_store",
     "simulate",
+    "write_signals",
 ]
 
 SIGNALS_SCHEMA = """
@@ -199,6 +204,14 @@ _FILLERS = _bank(
     "the email bit|priority field|escalation note|read it twice|odd wording|fast enough|"
     "would flag the tone|the refund part|see call 3|mostly|honestly|as far as i can tell"
 )
+_ADJECTIVES = _bank(
+    "odd|clean|sloppy|quick|careful|vague|polite|curt|solid|shaky|weird|tidy|messy|clear|fuzzy|late|early|"
+    "wordy|blunt|proper|partial|extra|missing|wrong|right|stale|fresh|strict|loose|rough"
+)
+_NOUNS = _bank(
+    "handoff|refund|reply|lookup|wording|ticket|summary|closing|greeting|check|status|note|amount|"
+    "follow-up|apology|escalation|priority|merge|email|answer|order|record|step|policy|approval|tone"
+)
 
 _AI_TEMPLATES = (
     "The agent {handled} the {family} request {manner}. {detail} The final response to the customer is"
@@ -293,7 +306,8 @@ class Grader:
         self.openings = style.sample(_OPENINGS, 4)
         self.pass_words = style.sample(_PASS, 4)
         self.fail_words = style.sample(_FAIL, 4)
-        self.fillers = style.sample(_FILLERS, 7)
+        self.fillers = style.sample(_FILLERS, 5)
+        self.fillers += [f"{a} {n}" for a, n in zip(style.sample(_ADJECTIVES, 6), style.sample(_NOUNS, 6), strict=True)]
         self.lowercase = style.random() < 0.5
         self.prefix = style.choice(_AI_PREFIXES)
         self.written: list[str] = []
@@ -325,8 +339,7 @@ class Grader:
             row_median = 2.5 * min(3.0, max(0.3, r.median_seconds / 60.0))
             for key in sorted(rubric):
                 fields.append(FieldSignal(f"rubric:{key}", round(_lognormal(rng, row_median, 0.6), 3), 1, False))
-            floor = sum(f.seconds for f in fields) + 2.0
-            seconds = max(floor, _lognormal(rng, r.median_seconds, r.spread))
+            seconds = _lognormal(rng, r.median_seconds, r.spread) + sum(f.seconds for f in fields)
         return SimulatedGrade(
             passed=passed,
             truth=truth,
@@ -353,11 +366,20 @@ class Grader:
         if want == 0:
             return "", 0, False, 0.0
         parts = [rng.choice(self.openings), rng.choice(self.pass_words if passed else self.fail_words)]
-        if failed:
-            parts.append(f"{rng.choice(failed)} is wrong")
+        if failed:  # people name a failed row in their own words, not its label
+            parts.append(_gist(rng.choice(failed), rng))
         fill = [*self.fillers, item.family.replace("_", " ")]
         while len(_words(parts)) < want:
-            parts.insert(rng.randint(1, len(parts)), rng.choice(fill))
+            kind = rng.random()
+            if kind < 0.2:  # what people cite: a call, a task, a ticket, an amount
+                bit = rng.choice(("call", "step", "task", "ticket", "line", "order", "msg"))
+                what = item.task_id if bit == "task" else str(rng.randint(1, 40 if bit != "order" else 9999))
+                part = f"{bit} {what}"
+            elif kind < 0.35:
+                part = f"{rng.choice(_ADJECTIVES)} {rng.choice(_NOUNS)}"
+            else:
+                part = rng.choice(fill)
+            parts.insert(rng.randint(1, len(parts)), part)
         words = _words(parts)[:want]
         reason = " ".join(words) if self.lowercase else " ".join(words).capitalize()
         self.written.append(reason)
@@ -389,6 +411,16 @@ class Grader:
             **words,
         )
         return self.prefix + text
+
+
+_STOP = frozenset(_bank("a|an|the|is|it|its|what|must|where|one|to|of|for|in|on|was|were|be|by|and|or|that|this"))
+
+
+def _gist(label: str, rng: random.Random) -> str:
+    """A person's shorthand for a rubric row: two or three of its words and a verdict word."""
+    content = [w for w in label.split() if w.lower() not in _STOP] or label.split()
+    keep = sorted(rng.sample(range(len(content)), min(len(content), rng.randint(2, 3))))
+    return " ".join(content[k] for k in keep) + " " + rng.choice(("wrong", "off", "not ok", "missing", "failed", "bad"))
 
 
 def _rubric(checks: Sequence[CheckRef], passed: bool, rng: random.Random) -> dict[str, bool]:
@@ -499,7 +531,8 @@ class SimulationGrade:
 
 @dataclass
 class Simulation:
-    """What :func:`simulate` did: the grades in submission order, who was paused, the time it spanned."""
+    """What :func:`simulate` did: the grades in submission order, who is paused at the end (name → reason),
+    the time it spanned."""
 
     grades: list[SimulationGrade] = field(default_factory=list)
     paused: dict[str, str] = field(default_factory=dict)
@@ -536,7 +569,9 @@ def simulate(
     Accounts are made where missing (:func:`accounts`). A reviewer stops when
     ``take`` (by default the queue's :func:`~mirrorworld.review.queue.take_next`;
     pass a routed one to route) gives them nothing: the queue has nothing left
-    for them, or auto-pause paused them. Time is ``clock`` (by default the
+    for them, or auto-pause paused them. The quality policy is read once, at the
+    start (the app reads it per grade; it does not change during a simulation).
+    Time is ``clock`` (by default the
     store's own clock when it is a :class:`SimClock`, else a new one at the
     store's present time): the store reads its time from it for the duration,
     so do not simulate on a store a live app is serving.
@@ -549,6 +584,8 @@ def simulate(
         clock = own_clock if isinstance(own_clock, SimClock) else SimClock(own_clock())
     store.clock = clock
     result = Simulation(started_at=clock.t)
+    known = {i.id: i for i in store.items()}
+    pause = auto_pause(store, load_policy(store))  # the app loads it per request; it does not change here
     graders = [r.grader() for r in reviewers]
     done = [0] * len(reviewers)
     seq = 0
@@ -566,25 +603,20 @@ def simulate(
             if kind == "take":
                 if items is not None and done[i] >= items:
                     continue
-                current = store.reviewer(account.id)
-                if current is None:
-                    continue
-                got = take(store, current)
+                got = take(store, account)  # the queue reads the account's pause itself
                 if got is None:
-                    if current.paused:
-                        result.paused[sim.name] = current.paused_reason or ""
                     continue
-                item = store.item(got)
+                item = known.get(got) or store.item(got)
                 if item is None:
                     raise MirrorworldError(f"the queue handed out item {got}, which does not exist")
+                known[got] = item
                 made = graders[i].grade(item, bool(truth(item)))
                 heapq.heappush(heap, (clock.t + made.seconds, seq, i, "submit", got, made))
                 seq += 1
                 continue
             assert grade is not None
-            review_id = _submit(store, grade, item_id, account.id)
-            item = store.item(item_id)
-            assert item is not None
+            review_id = _submit(store, grade, item_id, account.id, pause)
+            item = known[item_id]
             result.grades.append(
                 SimulationGrade(
                     sim.name,
@@ -598,10 +630,6 @@ def simulate(
                 )
             )
             done[i] += 1
-            after = store.reviewer(account.id)
-            if after is not None and after.paused:
-                result.paused[sim.name] = after.paused_reason or ""
-                continue
             heapq.heappush(
                 heap, (clock.t + _lognormal(graders[i].rng, sim.break_seconds, 0.5), seq, i, "take", 0, None)
             )
@@ -609,12 +637,22 @@ def simulate(
     finally:
         store.clock = own_clock
     result.ended_at = clock.t
+    now = {r.id: r for r in store.reviewers()}
+    for name, account in by_name.items():
+        current = now.get(account.id)
+        if current is not None and current.paused:
+            result.paused[name] = current.paused_reason or ""
     return result
 
 
-def _submit(store: ReviewStore, grade: SimulatedGrade, item_id: int, reviewer_id: int) -> int:
-    """Submit as the app does (``auto_pause`` with the stored policy), plus the per-field signals."""
-    pause = auto_pause(store, load_policy(store))
+def _submit(
+    store: ReviewStore,
+    grade: SimulatedGrade,
+    item_id: int,
+    reviewer_id: int,
+    pause: Callable[[sqlite3.Connection, ReviewInput], None],
+) -> int:
+    """Submit as the app does (under ``auto_pause``), plus the per-field signals in the same transaction."""
 
     def after(conn: sqlite3.Connection, review: ReviewInput) -> None:
         pause(conn, review)
