@@ -102,6 +102,7 @@ __all__ = [
     "Pool",
     "PoolRegistry",
     "Routing",
+    "add_accounts",
     "main",
     "route",
     "take_next_routed",
@@ -557,13 +558,7 @@ class PoolRegistry:
                 if row is not None:
                     done.append((int(member_id), Engaged(name, int(row[0]), False)))
                     continue
-                # The columns and event of ReviewStore.add_reviewer, with the member's hash.
-                cur = conn.execute(
-                    "INSERT INTO reviewers (name, role, pw, created_at) VALUES (?, ?, ?, ?)",
-                    (name, "reviewer", pw, now),
-                )
-                rid = int(cur.lastrowid or 0)
-                store.log(conn, rid, "reviewer_added", {"name": name, "role": "reviewer", "pool": p.name})
+                rid = _insert_account(store, conn, name, pw, now, {"pool": p.name})
                 done.append((int(member_id), Engaged(name, rid, True)))
         shown_label = label if label is not None else store.path.name[:200]
         at = self.clock()
@@ -721,6 +716,40 @@ class PoolRegistry:
             reviewer_pools={r: frozenset(n) for r, n in reviewer_pools.items()},
             run_worlds={int(r["id"]): str(r["world"]) for r in store.runs()},
         )
+
+
+def _insert_account(
+    store: ReviewStore, conn: sqlite3.Connection, name: str, pw_hash: str, now: float, detail: dict[str, Any]
+) -> int:
+    """Insert a reviewer with a precomputed hash: the columns and event of ``ReviewStore.add_reviewer``."""
+    cur = conn.execute(
+        "INSERT INTO reviewers (name, role, pw, created_at) VALUES (?, ?, ?, ?)", (name, "reviewer", pw_hash, now)
+    )
+    rid = int(cur.lastrowid or 0)
+    store.log(conn, rid, "reviewer_added", {"name": name, "role": "reviewer", **detail})
+    return rid
+
+
+def add_accounts(store: ReviewStore, names: Sequence[str], pw_hash: str) -> dict[str, int]:
+    """Reviewer accounts ``names`` in ``store`` holding ``pw_hash``, in one transaction; name → reviewer id.
+
+    What :meth:`PoolRegistry.engage` does for members, for accounts without a
+    pool (simulated reviewers: one hash computed once instead of one scrypt
+    each). A name that exists is refused unless its account holds the same hash.
+    """
+    for name in names:
+        check_member_name(name)
+    if not _HASH.fullmatch(pw_hash):
+        raise MirrorworldError("a credential hash is the review store's scrypt$n$r$p$salt$hash")
+    out: dict[str, int] = {}
+    now = store.clock()
+    with store.write() as conn:
+        for name in names:
+            row = conn.execute("SELECT id, pw FROM reviewers WHERE name=?", (name,)).fetchone()
+            if row is not None and row[1] != pw_hash:
+                raise MirrorworldError(f"{store.path} already has a reviewer named {_shown(name)}")
+            out[name] = int(row[0]) if row is not None else _insert_account(store, conn, name, pw_hash, now, {})
+    return out
 
 
 @dataclass(frozen=True)
