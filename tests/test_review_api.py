@@ -107,7 +107,12 @@ def env(tmp_path: Path, people: tuple[Path, dict[str, str]]) -> Iterator[Env]:
 
 
 def path_of(op: Op) -> str:
-    return op.path.replace("{item_id}", "1").replace("{webhook_id}", "1").replace("{token_id}", "1")
+    return (
+        op.path.replace("{item_id}", "1")
+        .replace("{webhook_id}", "1")
+        .replace("{token_id}", "1")
+        .replace("{case_id}", "1")
+    )
 
 
 def request_of(op: Op) -> dict[str, Any]:
@@ -667,7 +672,7 @@ from schemathesis.generation import GenerationMode  # noqa: E402
 from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
 
 EXAMPLES = 20
-SEMANTIC = {"submit", "review", "add_webhook", "add_token"}
+SEMANTIC = {"submit", "review", "add_webhook", "add_token", "propose_edge_case", "accept_edge_case", "reject_edge_case"}
 """Operations whose bodies follow rules no schema says (an episode's verdict and task, an item this reviewer
 took, a webhook host, a reviewer name): a schema-valid body may be refused (400), so valid data need not pass."""
 

@@ -268,6 +268,16 @@ class ReviewIn(_In):
     reason_pasted: bool = False
 
 
+class EdgeCaseIn(_In):
+    variant: dict[str, Any]
+    """The task variant (:func:`mirrorworld.review.edge_cases.propose` checks it whole)."""
+
+
+class DecisionIn(_In):
+    reason: str = Field("", max_length=2000)
+    """Why (required to reject)."""
+
+
 class WebhookIn(_In):
     url: str = Field(min_length=1, max_length=2000)
     events: list[Literal["item.resolved"]] = Field(["item.resolved"], min_length=1, max_length=1)
@@ -551,6 +561,32 @@ ROUTES: tuple[Op, ...] = (
         "Grade an item this token's reviewer took",
         body=ReviewIn,
         response=ReviewOut,
+    ),
+    Op(
+        "POST",
+        "/items/{item_id}/edge-cases",
+        "reviewer",
+        "propose_edge_case",
+        "Turn an item flagged as an edge case into a task variant, for an admin to accept",
+        body=EdgeCaseIn,
+        status=201,
+    ),
+    Op("GET", "/edge-cases", "adjudicator", "edge_cases", "The edge cases proposed, accepted and rejected"),
+    Op(
+        "POST",
+        "/edge-cases/{case_id}/accept",
+        "admin",
+        "accept_edge_case",
+        "Accept an edge case: it becomes a regression case with a seed of its own",
+        body=DecisionIn,
+    ),
+    Op(
+        "POST",
+        "/edge-cases/{case_id}/reject",
+        "admin",
+        "reject_edge_case",
+        "Reject an edge case, saying why",
+        body=DecisionIn,
     ),
     Op("GET", "/agreement", "adjudicator", "agreement", "The agreement report (review.stats.compute_stats)"),
     Op("GET", "/drift", "adjudicator", "drift", "The drift report (review.drift.compute_drift)"),
@@ -1052,6 +1088,15 @@ class _Call:
         return self.reviewer
 
 
+def _edge_case(store: ReviewStore, case_id: int) -> dict[str, Any]:
+    from mirrorworld.review import edge_cases
+
+    found = next((c for c in edge_cases.list_cases(store) if c.id == case_id), None)
+    if found is None:
+        raise ApiError(404, "not_found", "no such edge case")
+    return found.to_dict()
+
+
 class _Api:
     def __init__(
         self,
@@ -1320,6 +1365,42 @@ class _Api:
         review_id, created = submit_grade(self.store, review)
         after = self.store.reviewer(reviewer.id)
         return {"review": review_id, "created": created, "paused": bool(after is not None and after.paused)}
+
+    def propose_edge_case(self, call: _Call) -> dict[str, Any]:
+        from mirrorworld.review import edge_cases
+
+        body: EdgeCaseIn = call.body
+        item_id = call.ids["item_id"]
+        reviewer = call.who
+        visible = self.store.item(item_id) is not None and (
+            reviewer.can("adjudicator") or self.store.assignment(item_id, reviewer.id) is not None
+        )
+        if not visible:  # as on the pages: an item a reviewer never took does not exist for them
+            raise ApiError(404, "not_found", "no such item")
+        case = edge_cases.propose(self.store, item_id, reviewer.id, body.variant, registry=self.registry)
+        return _edge_case(self.store, case)
+
+    def edge_cases(self, call: _Call) -> dict[str, Any]:
+        from mirrorworld.review import edge_cases
+
+        return {"edge_cases": [c.to_dict() for c in edge_cases.list_cases(self.store)]}
+
+    def accept_edge_case(self, call: _Call) -> dict[str, Any]:
+        from mirrorworld.review import edge_cases
+
+        case_id = call.ids["case_id"]
+        _edge_case(self.store, case_id)  # a 404 for an unknown id
+        regression = edge_cases.accept(self.store, case_id, call.who.id, registry=self.registry)
+        return {**_edge_case(self.store, case_id), "regression": regression.to_dict()}
+
+    def reject_edge_case(self, call: _Call) -> dict[str, Any]:
+        from mirrorworld.review import edge_cases
+
+        body: DecisionIn = call.body
+        case_id = call.ids["case_id"]
+        _edge_case(self.store, case_id)
+        edge_cases.reject(self.store, case_id, call.who.id, body.reason)
+        return _edge_case(self.store, case_id)
 
     def agreement(self, call: _Call) -> dict[str, Any]:
         from mirrorworld.ship.compare import IncomparableError
