@@ -300,3 +300,20 @@ def test_cli_runs_as_a_module_without_a_traceback(tmp_path: Path) -> None:
     )
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "not a pool registry" in out.stderr
+
+
+def test_add_accounts_takes_a_precomputed_hash(tmp_path: Path) -> None:
+    from mirrorworld.review.pools import add_accounts
+    from mirrorworld.review.store import hash_password
+
+    store = ReviewStore(tmp_path / "review.sqlite")
+    pw = hash_password("shared-password")
+    ids = add_accounts(store, ["sim-1", "sim-2"], pw)
+    assert sorted(ids) == ["sim-1", "sim-2"] and add_accounts(store, ["sim-1"], pw) == {"sim-1": ids["sim-1"]}
+    assert store.authenticate("sim-2", "shared-password") is not None
+    store.add_reviewer("taken", "taken-password")
+    with pytest.raises(MirrorworldError, match="already has a reviewer"):
+        add_accounts(store, ["sim-3", "taken"], pw)
+    assert "sim-3" not in {r.name for r in store.reviewers()}  # one transaction
+    with pytest.raises(MirrorworldError, match="hash"):
+        add_accounts(store, ["sim-4"], "plaintext")

@@ -13,7 +13,14 @@ import pytest
 
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.review.queue import SamplingPlan, build_queue
-from mirrorworld.review.simulated import SimClock, SimulatedReviewer, read_signals, seeded_store, simulate
+from mirrorworld.review.simulated import (
+    SimClock,
+    SimulatedGrade,
+    SimulatedReviewer,
+    read_signals,
+    seeded_store,
+    simulate,
+)
 from mirrorworld.review.store import CheckRef, Item, ReviewStore
 from mirrorworld.review.testing import make_runs
 
@@ -88,7 +95,10 @@ def test_assisted_reviewers_paste_shared_templates_at_a_steady_pace() -> None:
     assert all(g.reason_keys >= len(g.reason) for g in gh if not g.reason_pasted)
     spread = statistics.stdev(math.log(g.seconds) for g in ga)
     assert spread < 0.15 < statistics.stdev(math.log(g.seconds) for g in gh)
-    words = lambda gs: {w for g in gs for w in g.reason.lower().split()}  # noqa: E731
+
+    def words(gs: list[SimulatedGrade]) -> set[str]:
+        return {w for g in gs for w in g.reason.lower().split()}
+
     shared = len(words(ga) & words(gb)) / len(words(ga) | words(gb))
     assert shared > 0.6  # one template bank
     assisted_share = SimulatedReviewer("ai-3", assisted=True, assist_share=0.5).grader()
