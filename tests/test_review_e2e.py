@@ -15,8 +15,9 @@ hand-written verifier and fails the changed one.
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +26,21 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
-from mirrorworld import make_world  # noqa: E402
-from mirrorworld.agents.scripted import CallListAgent, OracleAgent, RandomAgent  # noqa: E402
-from mirrorworld.core.task import Task, ToolCall  # noqa: E402
-from mirrorworld.core.world import World  # noqa: E402
-from mirrorworld.review.app import create_app  # noqa: E402
-from mirrorworld.review.client import ReviewAPI  # noqa: E402
-from mirrorworld.review.fitting import OverrideVerifier, VerifierParams, override_world, regrade  # noqa: E402
-from mirrorworld.review.regressions import RegressionCase, check_cases, write_cases  # noqa: E402
-from mirrorworld.review.simulated import Grader, SimulatedReviewer  # noqa: E402
-from mirrorworld.review.stats import StatsOptions  # noqa: E402
-from mirrorworld.review.store import ReviewStore  # noqa: E402
-from mirrorworld.review.testing import running  # noqa: E402
-from mirrorworld.run import run_episodes  # noqa: E402
-from mirrorworld.verify import Verifier  # noqa: E402
-from test_review_edge_cases import variant  # noqa: E402
+from mirrorworld import make_world
+from mirrorworld.agents.scripted import CallListAgent, OracleAgent, RandomAgent
+from mirrorworld.core.task import Task, ToolCall
+from mirrorworld.core.world import World
+from mirrorworld.review.app import create_app
+from mirrorworld.review.client import ReviewAPI
+from mirrorworld.review.fitting import OverrideVerifier, VerifierParams, override_world, regrade
+from mirrorworld.review.regressions import RegressionCase, check_cases, write_cases
+from mirrorworld.review.simulated import Grader, SimulatedReviewer
+from mirrorworld.review.stats import StatsOptions
+from mirrorworld.review.store import ReviewStore
+from mirrorworld.review.testing import running
+from mirrorworld.run import run_episodes
+from mirrorworld.verify import Verifier
+from test_review_edge_cases import variant
 
 LENIENT = VerifierParams(numeric={"refunds.amount_cents": 50, "order_lines.refunded_cents": 50})
 """The verifier changed on purpose: a refund within 50 cents of the owed amount passes."""
@@ -88,9 +89,15 @@ def test_the_loop_reads_agreement_back_a_drift_alarm_fires_and_an_edge_case_beco
 ) -> None:
     store, url, tokens = served
     base = make_world("helpdesk")
+    clients = ExitStack()
+    pipeline = clients.enter_context(ReviewAPI(url, tokens["pipeline"]))
+    people = {r.name: (clients.enter_context(ReviewAPI(url, tokens[r.name])), Grader(r)) for r in REVIEWERS}
+    with clients:
+        _loop(store, base, pipeline, people, tmp_path)
+
+
+def _loop(store: ReviewStore, base: World, pipeline: ReviewAPI, people: dict[str, Any], tmp_path: Path) -> None:
     changed = override_world(base, LENIENT)
-    pipeline = ReviewAPI(url, tokens["pipeline"])
-    people = {r.name: (ReviewAPI(url, tokens[r.name]), Grader(r)) for r in REVIEWERS}
     rng = random.Random(0)
     agreement: list[float] = []
     authored: tuple[str, int] | None = None
@@ -116,7 +123,9 @@ def test_the_loop_reads_agreement_back_a_drift_alarm_fires_and_an_edge_case_beco
                 assert stored is not None
                 grade = grader.grade(stored, truth)
                 task = Task.from_dict(record["task"])
-                short = record["agent"] == "short_refund" and task.family == "refund_damaged"
+                # The edge case: refund_damaged/0 short-refunded (its variant, a line refunded $10 before, is
+                # one the changed verifier lets through 1 cent short: the order has other lines to refund).
+                short = record["agent"] == "short_refund" and task.id == "refund_damaged/0"
                 flags = ["edge_case"] if short and authored is None and r < 2 else []
                 api.review(item["id"], grade.passed, rubric=grade.rubric, reason=grade.reason, flags=flags)
                 if flags:
@@ -145,4 +154,5 @@ def test_the_loop_reads_agreement_back_a_drift_alarm_fires_and_an_edge_case_beco
     cases = tmp_path / "edge-cases.jsonl"
     write_cases(cases, [RegressionCase.from_dict(accepted["regression"])])
     assert check_cases([cases])["regressed"] == []
-    assert check_cases([cases], verifier=OverrideVerifier(LENIENT))["regressed"] == [accepted["regression"]["id"]]
+    lenient = check_cases([cases], verifier=OverrideVerifier(LENIENT))
+    assert lenient["regressed"] == [accepted["regression"]["id"]], lenient["results"]
