@@ -180,6 +180,16 @@ def register(sub: Any) -> dict[str, Any]:
     c = rsub.add_parser("check-regressions", help="replay regression cases with the current verifier")
     c.add_argument("paths", nargs="*", default=[str(Path(DEFAULT_CASES).parent)], metavar="PATH")
     c.add_argument("--json", action="store_true")
+
+    from mirrorworld.review.pools import add_arguments as pools_arguments
+
+    pools_arguments(
+        rsub.add_parser(
+            "pools",
+            help="persistent reviewer pools: create, add, engage, snapshot, show, export (docs/review-pools.md)",
+            description="Reviewer pools that outlive review databases: members, engagements, calibration history.",
+        )
+    )
     return {"review": cmd_review}
 
 
@@ -197,8 +207,16 @@ def cmd_review(args: argparse.Namespace) -> int:
         "stats": cmd_stats,
         "export-disagreements": cmd_export,
         "check-regressions": cmd_check,
+        "pools": cmd_pools,
     }[args.review_command]
     return handler(args)
+
+
+def cmd_pools(args: argparse.Namespace) -> int:
+    """``mirrorworld review pools ...`` (:mod:`mirrorworld.review.pools`)."""
+    from mirrorworld.review.pools import run
+
+    return run(args)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

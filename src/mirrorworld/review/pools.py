@@ -865,8 +865,13 @@ def _parser() -> argparse.ArgumentParser:
         epilog="example: python -m mirrorworld.review.pools create helpdesk/refunds --world helpdesk"
         " --family refund_damaged --family refund_with_approval",
     )
+    return add_arguments(parser)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the pools options and subcommands to ``parser`` (this module's and ``mirrorworld review pools``)."""
     parser.add_argument("--pools", default=None, help=f"the pool registry (default: ${ENV} or pools.sqlite)")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="pools_command", required=True, parser_class=type(parser))
     c = sub.add_parser("create", help="create a pool domain/skill")
     c.add_argument("name", help="domain/skill, e.g. helpdesk/refunds")
     c.add_argument("--world", required=True, help="the world the pool covers (name, title or env id)")
@@ -921,12 +926,12 @@ def _run(args: argparse.Namespace, out: Any, stdin: Any) -> int:
         print(" ".join(inert(p, 300, lines=False) for p in parts), file=out)
 
     reg = PoolRegistry(args.pools)
-    if args.command == "create":
+    if args.pools_command == "create":
         p = reg.create_pool(
             args.name, world=args.world, families=args.family, level=args.level, description=args.description
         )
         say(f"created pool {p.name}: world {p.world}, families {', '.join(p.families) or 'all'}, level {p.level}")
-    elif args.command == "add":
+    elif args.pools_command == "add":
         check_member_name(args.name)
         reg.pool(args.pool)
         if args.from_db is not None:
@@ -936,14 +941,14 @@ def _run(args: argparse.Namespace, out: Any, stdin: Any) -> int:
         else:
             m = reg.add_member(args.pool, args.name, password=_read_password(stdin))
         say(f"{m.name} is in {args.pool}")
-    elif args.command == "engage":
+    elif args.pools_command == "engage":
         done = reg.engage(args.pool, args.db, label=args.label)
         made = sum(e.created for e in done)
         say(f"engaged {args.pool} in {args.db}: {made} accounts made, {len(done) - made} linked")
-    elif args.command == "snapshot":
+    elif args.pools_command == "snapshot":
         table = reg.record_calibration(args.pool, args.db)
         say(f"recorded {args.pool} in {args.db}: {len(table.pooled)} snapshots in its history")
-    elif args.command == "show":
+    elif args.pools_command == "show":
         if args.pool is None:
             for p in reg.pools():
                 say(f"{p.name}  world {p.world}  families {', '.join(p.families) or 'all'}  level {p.level}")
@@ -963,7 +968,7 @@ def _run(args: argparse.Namespace, out: Any, stdin: Any) -> int:
                 f"{_fig(r.gold_accuracy):>5} {_fig(r.peer_agreement):>6} {_fig(r.verifier_agreement):>9} "
                 f"{_fig(r.median_seconds, '{:.0f}'):>7}"
             )
-    elif args.command == "export":
+    elif args.pools_command == "export":
         written = reg.export_calibration(args.pool, args.out, args.format)
         say(f"wrote {written}")
     return 0
@@ -971,9 +976,13 @@ def _run(args: argparse.Namespace, out: Any, stdin: Any) -> int:
 
 def main(argv: Sequence[str] | None = None, *, out: Any = None, stdin: Any = None) -> int:
     """The command line; returns the exit status. Errors are one line on standard error."""
+    return run(_parser().parse_args(argv), out=out, stdin=stdin)
+
+
+def run(args: argparse.Namespace, *, out: Any = None, stdin: Any = None) -> int:
+    """Carry out parsed pools arguments (:func:`add_arguments`); errors are one line on standard error."""
     from mirrorworld.inert import inert
 
-    args = _parser().parse_args(argv)
     try:
         return _run(args, out or sys.stdout, stdin or sys.stdin)
     except (MirrorworldError, sqlite3.Error, OSError) as err:
