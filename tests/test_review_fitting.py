@@ -319,3 +319,37 @@ def test_a_versions_tolerance_applies_in_ordinary_episodes(world: World) -> None
     assert not play(world)  # three cents short: the hand-written verifier fails it
     assert play(override_world(world, tolerance(5)))  # within the version's five cents
     assert not play(override_world(world, tolerance(2)))
+
+
+def test_the_fit_command_reports_and_accepts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``mirrorworld review fit`` on a review database graded by simulated reviewers."""
+    from mirrorworld.cli import main
+    from mirrorworld.review.queue import SamplingPlan, build_queue
+    from mirrorworld.review.simulated import SimulatedReviewer, simulate
+    from mirrorworld.review.store import ReviewStore
+    from mirrorworld.review.testing import make_runs
+
+    db = tmp_path / "review.sqlite"
+    store = ReviewStore(db)
+    for run in make_runs(tmp_path, ("oracle", "claim"), episodes=9):
+        store.add_run(run, audit=False)
+    build_queue(store, SamplingPlan(gold_rate=0.0))
+    simulate(store, [SimulatedReviewer(f"sim{i}", seed=i, accuracy=1.0) for i in range(2)])
+    group = "refunds.amount_cents,order_lines.refunded_cents"
+    assert main(["review", "fit", "--db", str(db), "--numeric", group, "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "18 labels" in out and "test hand: agreement" in out and "test fitted: agreement" in out
+    versions = tmp_path / "versions"
+    argv = ["review", "fit", "--db", str(db), "--numeric", group, "--accept", str(versions), "--by", "ann", "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["agreement"]["test"]["fitted"]["agreement"] == 1.0 and Path(report["accepted"]).is_file()
+    for bad, message in (
+        (["--db", str(tmp_path / "none.sqlite"), "--numeric", group], "no review database"),
+        (["--db", str(db)], "name what to fit"),
+        (["--db", str(db), "--numeric", "orders.nope"], "nope"),
+        (["--db", str(db), "--numeric", group, "--accept", str(versions)], "--by"),
+    ):
+        assert main(["review", "fit", *bad]) == 1
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, err

@@ -181,6 +181,32 @@ def register(sub: Any) -> dict[str, Any]:
     c.add_argument("paths", nargs="*", default=[str(Path(DEFAULT_CASES).parent)], metavar="PATH")
     c.add_argument("--json", action="store_true")
 
+    f = rsub.add_parser(
+        "fit",
+        help="fit a verifier version to the human labels and compare it with the hand-written one",
+        description="Fits what the verifier declares and can be fitted (numeric tolerances by field group, the "
+        "words a text rule asks for, forbidden promises on or off) to the review database's human labels, on a "
+        "training split, and reports raw agreement and Cohen's kappa of the hand-written and the fitted verifier "
+        "on held-out labels. With --accept DIR the fitted version is written there (after the regression cases "
+        "pass), for `mirrorworld.review.fitting.load_override` and drift monitoring to follow.",
+    )
+    f.add_argument("--db", default="review.sqlite", help="review database")
+    f.add_argument("--world", default="helpdesk", help="the world the labelled episodes are of")
+    f.add_argument(
+        "--numeric",
+        action="append",
+        default=[],
+        metavar="TABLE.COL[,TABLE.COL]",
+        help="a group of fields sharing one tolerance (repeat for more groups)",
+    )
+    f.add_argument("--words", action="append", default=[], metavar="TABLE.COL", help="a text rule's column")
+    f.add_argument("--promise", action="append", default=[], metavar="NAME", help="a forbidden promise to try off")
+    f.add_argument("--seed", type=int, default=0, help="the seed of the train/held-out split")
+    f.add_argument("--accept", metavar="DIR", help="write the fitted version into DIR")
+    f.add_argument("--by", default="", help="who accepts it (with --accept)")
+    f.add_argument("--regressions", action="append", default=[], metavar="PATH", help="cases it must keep passing")
+    f.add_argument("--json", action="store_true")
+
     from mirrorworld.review.pools import add_arguments as pools_arguments
 
     pools_arguments(
@@ -208,8 +234,43 @@ def cmd_review(args: argparse.Namespace) -> int:
         "export-disagreements": cmd_export,
         "check-regressions": cmd_check,
         "pools": cmd_pools,
+        "fit": cmd_fit,
     }[args.review_command]
     return handler(args)
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """``mirrorworld review fit``: :func:`mirrorworld.review.fitting.fit` on a review database's labels."""
+    _need_extra("stats")
+    from mirrorworld.review.fitting import FitSpace, accept_fit, fit, labels_from_store
+
+    if args.accept and not args.by:
+        raise MirrorworldError("--accept needs --by NAME: who accepts the version")
+    if not args.numeric and not args.words and not args.promise:
+        raise MirrorworldError("name what to fit: --numeric, --words or --promise")
+    if not Path(args.db).is_file():
+        raise MirrorworldError(f"no review database at {args.db}")
+    registry = registry_of(args)
+    world = registry.get(registry.spec(args.world).name)
+    groups = tuple(tuple(x.strip() for x in g.split(",") if x.strip()) for g in args.numeric)
+    space = FitSpace(numeric=groups, words=tuple(args.words), promises=tuple(args.promise))
+    space.check(world)
+    labels = labels_from_store(_store(args.db))
+    if len(labels) < 10:
+        raise MirrorworldError(f"{len(labels)} labelled items: fitting needs at least 10 (grade more first)")
+    fitted = fit(world, labels, space, seed=args.seed)
+    written = None
+    if args.accept:
+        written = accept_fit(fitted, args.accept, by=args.by, regressions=args.regressions, registry=registry)
+    if args.json:
+        print(json.dumps({**fitted.to_dict(), "accepted": str(written) if written else None}, indent=2))
+        return 0
+    print(f"{len(labels)} labels: {fitted.n_train} to fit, {fitted.n_test} held out ({fitted.skipped} skipped)")
+    for line in fitted.describe():
+        print(inert(line, 300))
+    if written:
+        print(f"accepted version {fitted.version}: {inert(str(written))}")
+    return 0
 
 
 def cmd_pools(args: argparse.Namespace) -> int:
