@@ -82,7 +82,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "audit-run": ("mirrorworld audit-run run.sqlite --json",),
     "serve": ("mirrorworld serve --world helpdesk --port 8765",),
     "mcp": ("mirrorworld mcp --world helpdesk",),
-    "review": ("mirrorworld review serve run.sqlite --db review.sqlite", "mirrorworld review stats --db review.sqlite"),
+    "review": (
+        "mirrorworld review serve run.sqlite --db review.sqlite",
+        "mirrorworld review stats --db review.sqlite",
+        "mirrorworld review token create --db review.sqlite --name pipeline --role admin --create",
+        "mirrorworld review fit --db review.sqlite --numeric refunds.amount_cents,order_lines.refunded_cents",
+    ),
     "twin": ("mirrorworld twin up --world sales",),
     "fidelity": ("mirrorworld fidelity --world sales --calls 1200 --html fidelity.html",),
     "train": ("mirrorworld train --world helpdesk --minutes 12 --out runs/train",),
