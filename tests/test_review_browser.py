@@ -6,8 +6,6 @@ both); skipped only when ``/usr/bin/chromium`` is absent.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +16,7 @@ from mirrorworld.review.app import create_app
 from mirrorworld.review.queue import SamplingPlan, build_queue
 from mirrorworld.review.stats import StatsOptions
 from mirrorworld.review.store import ReviewStore
-from mirrorworld.review.testing import make_runs, running
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
+from mirrorworld.review.testing import CHROMIUM, headless_chromium, make_runs, running
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
@@ -30,35 +25,8 @@ pytestmark = [
 
 @pytest.fixture()
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    if not CHROMEDRIVER.exists():
-        pytest.fail("chromium is installed but /usr/bin/chromedriver is not (apt-get install chromium-driver)")
-    profile = tempfile.mkdtemp(prefix="mw-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1000",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    driver.set_page_load_timeout(30)
-    try:
+    with headless_chromium(window="1280,1000") as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _keys(driver: Any, *keys: str) -> None:

@@ -2,16 +2,15 @@
 
 Runs Debian's ``chromium`` through ``chromedriver`` with Selenium (CI installs
 both); skipped only when ``/usr/bin/chromium`` is absent. Screenshots of the
-index and of an episode go to ``/work/notes/`` when that directory can be made.
+index and of an episode go to the folder ``MIRRORWORLD_SCREENSHOTS`` names, when it is set.
 """
 
 from __future__ import annotations
 
-import shutil
+import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -21,11 +20,10 @@ from typing import Any
 
 import pytest
 
+from mirrorworld.review.testing import CHROMIUM, headless_chromium
 from test_view import SCRIPT, record_mixed_run
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-NOTES = Path("/work/notes")
+SHOTS = os.environ.get("MIRRORWORLD_SCREENSHOTS")
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
@@ -34,35 +32,8 @@ pytestmark = [
 
 @pytest.fixture()
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    if not CHROMEDRIVER.exists():
-        pytest.fail("chromium is installed but /usr/bin/chromedriver is not (apt-get install chromium-driver)")
-    profile = tempfile.mkdtemp(prefix="mw-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1100",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    driver.set_page_load_timeout(30)
-    try:
+    with headless_chromium(window="1280,1100") as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _free_port() -> int:
@@ -126,15 +97,15 @@ def _wait(driver: Any, css: str) -> Any:
 
 def _screenshot(driver: Any, name: str, height: int = 1100) -> None:
     """Save the top ``height`` pixels of the page (the window grown to them, then put back)."""
-    try:
-        NOTES.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    if not SHOTS:
         return
+    folder = Path(SHOTS)
+    folder.mkdir(parents=True, exist_ok=True)
     size = driver.get_window_size()
     full = int(driver.execute_script("return document.documentElement.scrollHeight"))
     driver.set_window_size(size["width"], max(size["height"], min(full, height)))
     try:
-        driver.save_screenshot(str(NOTES / name))
+        driver.save_screenshot(str(folder / name))
     finally:
         driver.set_window_size(size["width"], size["height"])
 

@@ -76,7 +76,7 @@ import sqlite3
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,7 +89,9 @@ from mirrorworld.review.store import (
     Item,
     Reviewer,
     ReviewStore,
+    connect_durable,
     hash_password,
+    transaction,
     verify_password,
 )
 
@@ -396,38 +398,15 @@ class PoolRegistry:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            return connect_durable(self.path)
         except sqlite3.Error as err:
             raise MirrorworldError(f"cannot open {self.path} ({err})") from None
-        conn.execute("PRAGMA busy_timeout=30000")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        return conn
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._connect, write=True)
 
-    @contextlib.contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN")
-            yield conn
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._connect, write=False)
 
     # -- pools and members -------------------------------------------------------------
 

@@ -525,6 +525,34 @@ def _check_existing(path: Path) -> None:
         raise MirrorworldError(f"{path} is not a {FORMAT} database (it says {ascii(found)[:80]})")
 
 
+def connect_durable(path: str | Path) -> sqlite3.Connection:
+    """A connection to a database file as the review layer keeps them (see the module docstring): autocommit
+    (transactions explicit), WAL, ``synchronous=FULL``, foreign keys on, waiting for the write lock."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=30000")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+@contextlib.contextmanager
+def transaction(connect: Callable[[], sqlite3.Connection], *, write: bool) -> Iterator[sqlite3.Connection]:
+    """A fresh connection in one transaction: a consistent read, or a write (``BEGIN IMMEDIATE``) that
+    commits on exit and rolls back whole on any exception; the connection is closed either way."""
+    conn = connect()
+    try:
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
 class ReviewStore:
     """The review database at ``path`` (created when missing). See the module docstring.
 
@@ -575,38 +603,15 @@ class ReviewStore:
 
     def connect(self) -> sqlite3.Connection:
         """A new connection in autocommit mode (transactions are explicit)."""
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=30000")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        return conn
+        return connect_durable(self.path)
 
-    @contextlib.contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """A connection reading one consistent snapshot."""
-        conn = self.connect()
-        try:
-            conn.execute("BEGIN")
-            yield conn
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+        return transaction(self.connect, write=False)
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One write transaction: commits on exit, rolls back whole on any exception."""
-        conn = self.connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+        return transaction(self.connect, write=True)
 
     @property
     def secret(self) -> str:

@@ -7,6 +7,9 @@
 * :class:`ReviewerClient` signs in and grades through the app's forms like a
   browser would (CSRF tokens included), over any ``httpx``-compatible client —
   Starlette's in-process ``TestClient`` or a real ``httpx.Client``.
+* :func:`headless_chromium` is Debian's ``chromium`` driven by Selenium through
+  ``chromedriver``, headless, with a throw-away profile: the browser the
+  review app's and the run viewer's end-to-end tests click through.
 """
 
 from __future__ import annotations
@@ -57,6 +60,51 @@ def make_runs(
             run.close()
         out.append(path)
     return out
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+@contextlib.contextmanager
+def headless_chromium(*, window: str = "1280,1000") -> Iterator[Any]:
+    """A Selenium driver of a headless Chromium (``window``: its size, ``W,H``), quit and its profile removed on exit.
+
+    Raises :class:`~mirrorworld.errors.MirrorworldError` when ``chromedriver``
+    is missing beside an installed ``chromium``.
+    """
+    import shutil
+    import tempfile
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    if not CHROMEDRIVER.exists():
+        raise MirrorworldError(f"chromium is installed but {CHROMEDRIVER} is not (apt-get install chromium-driver)")
+    profile = tempfile.mkdtemp(prefix="mw-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--window-size={window}",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 @contextlib.contextmanager
