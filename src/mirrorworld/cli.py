@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -493,7 +494,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     if stopped is not None or not summary["complete"]:
         why = stopped or f"{summary['errors']} errored episodes to play again"
-        _error_line(f"{why}: resume with: mirrorworld run --resume {out}")
+        again = "".join(
+            f" --{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
+            for name in evaluate.ENDPOINTS
+            if getattr(args, name, None)
+        )  # a resumed run goes to an endpoint only when told again
+        _error_line(f"{why}: resume with: mirrorworld run --resume {shlex.quote(str(out))}{again}")
     if stopped == "interrupted":
         return evaluate.EXIT_INTERRUPTED
     status = evaluate.exit_status(summary)
