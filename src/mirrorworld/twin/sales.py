@@ -31,18 +31,24 @@ from mirrorworld.worlds.sales.rules import (
     check_quantity,
     money,
     price_text,
-    unit_price,
 )
 
 __all__ = ["ERROR_CODES", "TOOLS", "canonical_state", "context"]
 
-ERROR_CODES = {"PayInvoiceError": "policy_refused"}
+ERROR_CODES = {"PayInvoiceError": "policy_refused", "AccessButtonError": "invalid_state", "AccessError": "invalid_state"}
 """Tryton error classes whose refusal maps to another code than ``validation_error``."""
 
 APPROVAL_PREFIX = "discount approval: "
-DISCOUNT_PREFIX = "discount: "
+ADMIN = 1
+"""Tryton's administrator: tools click buttons as this user (see :func:`_click`)."""
 INTERNAL_PARTIES = (1, 2)
 """The company's party and the sales employee's party (not customers)."""
+
+
+def _adapter(err: ToolError) -> ToolError:
+    """Mark a refusal as the adapter's own rule (the desk's policy, which Tryton has no notion of)."""
+    err.decided_by = "adapter"  # type: ignore[attr-defined]
+    return err
 
 
 def _get(pool: Any, model: str, what: str, ident: int) -> Any:
@@ -194,8 +200,9 @@ def _approvals(pool: Any, sale: Any) -> list[tuple[int, Decimal, str]]:
 
 
 def _line_discount(line: Any) -> Decimal:
-    note = line.note or ""
-    return Decimal(note[len(DISCOUNT_PREFIX) :]) if note.startswith(DISCOUNT_PREFIX) else Decimal(0)
+    """The line's discount in percent, as Tryton's sale_discount derives it from the unit and base prices."""
+    rate = line.discount_rate
+    return Decimal(rate) * 100 if rate is not None else Decimal(0)
 
 
 def _invoice_paid(inv: Any) -> Decimal:
@@ -293,14 +300,27 @@ def create_lead(pool: Any, party_id: int, description: str, amount: Decimal) -> 
     return {"opportunity_id": opp.id, "number": opp.number, "state": opp.state}
 
 
-def _transition(pool: Any, record: Any, method: str, to: str, what: str, message: str) -> Any:
-    """Run a Tryton workflow button; Tryton skips a transition it does not allow, which is an error here."""
+def _click(pool: Any, record: Any, button: str) -> None:
+    """Click one of Tryton's buttons on ``record`` as a client user does.
+
+    Tryton checks the button's states on the record for a user's click (not for
+    the root user's internal calls) and refuses one it does not allow with an
+    ``AccessButtonError``: that check, Tryton's own, decides which workflow
+    moves a tool may make.
+    """
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
     Model = pool.get(record.__name__)
-    before = record.state
-    getattr(Model, method)([record])
-    fresh = Model(record.id)
-    if before == to or fresh.state != to:
-        raise ToolError("invalid_state", message, rule=what)
+    with Transaction().set_user(ADMIN), Transaction().set_context(_check_access=True):
+        getattr(Model, button)([Model(record.id)])
+
+
+def _transition(pool: Any, record: Any, method: str, to: str, what: str) -> Any:
+    """Click a workflow button; a click Tryton accepts but whose move it skips is reported too."""
+    _click(pool, record, method)
+    fresh = pool.get(record.__name__)(record.id)
+    if fresh.state != to:
+        raise ToolError("invalid_state", f"{fresh.rec_name} stayed {fresh.state}", rule=what)
     return fresh
 
 
@@ -310,27 +330,16 @@ def qualify_lead(pool: Any, opportunity_id: int) -> dict[str, Any]:
         Employee = pool.get("company.employee")
         opp.employee = Employee.search([], limit=1)[0]
         opp.save()
-    fresh = _transition(
-        pool,
-        opp,
-        "opportunity",
-        "opportunity",
-        "opportunity_workflow",
-        f"opportunity {opp.number} is {opp.state}; only lead can become opportunity",
-    )
+    fresh = _transition(pool, opp, "opportunity", "opportunity", "opportunity_workflow")
     return {"opportunity_id": fresh.id, "number": fresh.number, "state": fresh.state}
 
 
 def mark_lost(pool: Any, opportunity_id: int, reason: str) -> dict[str, Any]:
     opp = _get(pool, "sale.opportunity", "opportunity", opportunity_id)
-    message = f"opportunity {opp.number} is {opp.state}; only lead or opportunity can become lost"
-    if opp.state not in ("lead", "opportunity"):
-        # Tryton also allows converted -> lost, which this desk's tools never reach.
-        raise ToolError("invalid_state", message, rule="opportunity_workflow")
     reason = clean_text(reason, "reason", 500)
     opp.lost_reason = reason
-    opp.save()
-    fresh = _transition(pool, opp, "lost", "lost", "opportunity_workflow", message)
+    opp.save()  # undone with the call when Tryton refuses the click
+    fresh = _transition(pool, opp, "lost", "lost", "opportunity_workflow")
     return {"opportunity_id": fresh.id, "number": fresh.number, "state": fresh.state}
 
 
@@ -346,19 +355,16 @@ def create_quotation(pool: Any, party_id: int, description: str) -> dict[str, An
     return {"sale_id": sale.id, "state": sale.state}
 
 
-def _draft_sale(pool: Any, sale_id: int, action: str) -> Any:
-    sale = _get(pool, "sale.sale", "sale", sale_id)
-    if sale.state != "draft":
-        raise ToolError(
-            "invalid_state",
-            f"sale {_sale_name(sale)} is {sale.state}; {action} only a draft sale",
-            rule="sale_workflow",
-        )
-    return sale
-
-
 def request_discount_approval(pool: Any, sale_id: int, discount: Decimal, reason: str) -> dict[str, Any]:
-    sale = _draft_sale(pool, sale_id, "discounts are approved for")
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    if sale.state != "draft":  # the desk's rule: Tryton has no discount approvals
+        raise _adapter(
+            ToolError(
+                "invalid_state",
+                f"sale {_sale_name(sale)} is {sale.state}; discounts are approved for only a draft sale",
+                rule="sale_workflow",
+            )
+        )
     reason = clean_text(reason, "reason", 500)
     check_approval_request(discount)
     Note = pool.get("ir.note")
@@ -369,7 +375,7 @@ def request_discount_approval(pool: Any, sale_id: int, discount: Decimal, reason
 
 
 def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
-    sale = _draft_sale(pool, sale_id, "lines are added to")
+    sale = _get(pool, "sale.sale", "sale", sale_id)
     product = _get(pool, "product.product", "product", product_id)
     check_quantity(quantity)
     check_line_discount(discount, lambda: max((d for _i, d, _r in _approvals(pool, sale)), default=None))
@@ -380,11 +386,11 @@ def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: 
     line.product = product
     line.quantity = float(quantity)
     line.unit = product.sale_uom
-    line.on_change_product()
-    price = unit_price(Decimal(product.template.list_price), discount)
-    line.unit_price = price
-    line.note = f"{DISCOUNT_PREFIX}{money(discount)}"
-    line.save()
+    line.on_change_product()  # the base price is the list price (sale_discount)
+    line.discount_rate = discount / 100
+    line.on_change_discount_rate()  # Tryton derives the unit price from it
+    line.save()  # Tryton refuses a line on a sale that is no longer a draft
+    price = Decimal(line.unit_price)
     untaxed, tax, total = _amounts(_reload(pool, "sale.sale", sale.id))
     return {
         "line_id": line.id,
@@ -396,8 +402,8 @@ def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: 
 
 
 def quote_sale(pool: Any, sale_id: int) -> dict[str, Any]:
-    sale = _draft_sale(pool, sale_id, "quote")
-    fresh = _transition(pool, sale, "quote", "quotation", "sale_workflow", f"sale {_sale_name(sale)} was not quoted")
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    fresh = _transition(pool, sale, "quote", "quotation", "sale_workflow")
     return {
         "sale_id": fresh.id,
         "number": fresh.number,
@@ -408,8 +414,7 @@ def quote_sale(pool: Any, sale_id: int) -> dict[str, Any]:
 
 def confirm_sale(pool: Any, sale_id: int) -> dict[str, Any]:
     sale = _get(pool, "sale.sale", "sale", sale_id)
-    message = f"sale {_sale_name(sale)} is {sale.state}; only a quotation can be confirmed"
-    _transition(pool, sale, "confirm", "confirmed", "sale_workflow", message)
+    _transition(pool, sale, "confirm", "confirmed", "sale_workflow")
     _process_sales(pool, [sale])
     fresh = _reload(pool, "sale.sale", sale.id)
     return {
@@ -422,28 +427,22 @@ def confirm_sale(pool: Any, sale_id: int) -> dict[str, Any]:
 
 def cancel_sale(pool: Any, sale_id: int) -> dict[str, Any]:
     sale = _get(pool, "sale.sale", "sale", sale_id)
-    message = f"sale {_sale_name(sale)} is {sale.state}; only a draft or quotation can be cancelled"
-    fresh = _transition(pool, sale, "cancel", "cancelled", "sale_workflow", message)
+    fresh = _transition(pool, sale, "cancel", "cancelled", "sale_workflow")
     return {"sale_id": fresh.id, "number": fresh.number, "state": fresh.state}
 
 
 def ship_shipment(pool: Any, shipment_id: int) -> dict[str, Any]:
     Shipment = pool.get("stock.shipment.out")
     shipment = _get(pool, "stock.shipment.out", "shipment", shipment_id)
-    if shipment.state != "waiting":
-        raise ToolError(
-            "invalid_state",
-            f"shipment {shipment_id} is {shipment.state}; only a waiting shipment can be shipped",
-            rule="sale_workflow",
-        )
+    _click(pool, shipment, "assign_wizard")  # Tryton offers assignment only on a waiting shipment
     Shipment.assign_try([shipment])
-    if Shipment(shipment.id).state != "assigned":  # partly reserved at most: the savepoint undoes it
-        raise ToolError(
-            "validation_error", f"not enough stock to ship shipment {shipment_id}", rule="stock_availability"
+    if Shipment(shipment.id).state != "assigned":  # partly reserved at most: the call's savepoint undoes it
+        raise _adapter(
+            ToolError("validation_error", f"not enough stock to ship shipment {shipment_id}", rule="stock_availability")
         )
-    Shipment.pick([shipment])
-    Shipment.pack([shipment])
-    Shipment.do([shipment])
+    _click(pool, shipment, "pick")
+    _click(pool, shipment, "pack")
+    _click(pool, shipment, "do")
     sales = {m.origin.sale for m in Shipment(shipment.id).outgoing_moves if m.origin is not None}
     _process_sales(pool, list(sales))
     return {"shipment_id": shipment_id, "state": Shipment(shipment.id).state}
@@ -451,10 +450,7 @@ def ship_shipment(pool: Any, shipment_id: int) -> dict[str, Any]:
 
 def post_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
     inv = _get(pool, "account.invoice", "invoice", invoice_id)
-    message = f"invoice {inv.number or invoice_id} is {inv.state}; only a draft can be posted"
-    if inv.state != "draft":
-        raise ToolError("invalid_state", message, rule="sale_workflow")
-    fresh = _transition(pool, inv, "post", "posted", "sale_workflow", message)
+    fresh = _transition(pool, inv, "post", "posted", "sale_workflow")
     sale = _invoice_sale(fresh)
     if sale is not None:
         _process_sales(pool, [sale])
@@ -468,13 +464,8 @@ def post_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
 
 def pay_invoice(pool: Any, invoice_id: int, amount: Decimal) -> dict[str, Any]:
     inv = _get(pool, "account.invoice", "invoice", invoice_id)
-    if inv.state != "posted":
-        raise ToolError(
-            "invalid_state",
-            f"invoice {inv.number or invoice_id} is {inv.state}; only a posted invoice is paid",
-            rule="sale_workflow",
-        )
     check_payment_amount(amount)
+    _click(pool, inv, "pay")  # Tryton offers payment only on a posted invoice
     _pay(pool, inv, amount)
     fresh = _reload(pool, "account.invoice", inv.id)
     sale = _invoice_sale(fresh)
@@ -484,29 +475,33 @@ def pay_invoice(pool: Any, invoice_id: int, amount: Decimal) -> dict[str, Any]:
 
 
 def _pay(pool: Any, inv: Any, amount: Decimal) -> None:
-    """Pay the way Tryton's pay wizard does for a partial payment, reconciling when nothing is left due."""
-    from trytond.i18n import gettext  # type: ignore[import-untyped,import-not-found]
-    from trytond.modules.account_invoice.exceptions import PayInvoiceError  # type: ignore[import-untyped,import-not-found]
+    """Pay through Tryton's own pay wizard, as a partial payment (the desk takes no overpayment or write-off).
 
+    The wizard refuses an amount above the amount to pay (``PayInvoiceError``)
+    and reconciles the invoice when nothing is left to pay.
+    """
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    Wizard = pool.get("account.invoice.pay", type="wizard")
     Method = pool.get("account.invoice.payment.method")
-    MoveLine = pool.get("account.move.line")
     Date = pool.get("ir.date")
-    method = Method.search([], limit=1)[0]
-    if amount > inv.amount_to_pay:
-        raise PayInvoiceError(
-            gettext(
-                "account_invoice.msg_invoice_pay_amount_greater_amount_to_pay",
-                invoice=inv.rec_name,
-                amount_to_pay=f"${money(inv.amount_to_pay)}",
-            )
-        )
-    reconcile_lines, remainder = inv.get_reconcile_lines_for_amount(amount, inv.currency)
-    lines = inv.pay_invoice(amount, method, Date.today())
-    if not remainder:
-        MoveLine.reconcile(list(reconcile_lines) + list(lines))
-        # Tryton queues the invoice's move to ``paid`` until commit; run it now.
-        Invoice = pool.get("account.invoice")
-        Invoice.process([Invoice(inv.id)])
+    context = {"active_model": "account.invoice", "active_id": inv.id, "active_ids": [inv.id]}
+    with Transaction().set_context(**context):
+        session_id, _start, _end = Wizard.create()
+        wizard = Wizard(session_id)
+        wizard.start.payee = inv.party
+        wizard.start.currency = inv.currency
+        wizard.start.amount = amount
+        wizard.start.payment_method = Method.search([], limit=1)[0]
+        wizard.start.date = Date.today()
+        wizard.start.description = None
+        if wizard.transition_choice() == "ask":
+            wizard.ask.type = "partial"
+        wizard.transition_pay()
+        Wizard.delete(session_id)
+    # Tryton queues the invoice's move to ``paid`` until commit; run it now.
+    Invoice = pool.get("account.invoice")
+    Invoice.process([Invoice(inv.id)])
 
 
 # -- canonical state ----------------------------------------------------------------

@@ -21,13 +21,14 @@ from typing import Any
 
 __all__ = ["MODULES", "available", "configure", "fix_today", "load_pool", "quiet", "relax_email_check", "versions"]
 
-MODULES = ("sale", "sale_opportunity", "stock", "account_invoice", "account_invoice_stock")
+MODULES = ("sale", "sale_opportunity", "sale_discount", "stock", "account_invoice", "account_invoice_stock")
 """The Tryton modules the sales twin activates (with their dependencies)."""
 
 DISTRIBUTIONS = (
     "trytond",
     "trytond-sale",
     "trytond-sale-opportunity",
+    "trytond-sale-discount",
     "trytond-stock",
     "trytond-account-invoice",
     "trytond-account",
@@ -36,6 +37,9 @@ DISTRIBUTIONS = (
     "trytond-company",
     "trytond-currency",
     "proteus",
+    # Not Tryton's, but they change what it accepts and stores (contact e-mails and phones).
+    "email-validator",
+    "phonenumbers",
 )
 
 
@@ -55,7 +59,13 @@ def available() -> bool:
         try:
             return all(
                 importlib.util.find_spec(name) is not None
-                for name in ("trytond", "proteus", *(f"trytond.modules.{m}" for m in MODULES))
+                for name in (
+                    "trytond",
+                    "proteus",
+                    "email_validator",
+                    "phonenumbers",
+                    *(f"trytond.modules.{m}" for m in MODULES),
+                )
             )
         except ImportError:
             return False

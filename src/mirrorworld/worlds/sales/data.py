@@ -64,6 +64,7 @@ _FIRMS = (
 )
 _CITIES = ("Springfield", "Riverton", "Lakeside", "Fairview", "Hillcrest", "Brookfield")
 _STREETS = ("Main St", "Oak Ave", "Pine Rd", "Cedar Ln", "Elm St", "Harbor Way")
+_AREA_CODES = ("212", "312", "415", "617", "206", "303", "512", "404")
 _PRODUCTS = (
     ("Office chair", "149.99"),
     ("Standing desk", "489.00"),
@@ -128,7 +129,9 @@ def master_data(rng: random.Random, scale: float) -> Master:
         slug = "".join(ch for ch in name.lower() if ch.isalpha())[:12]
         m.contacts.append((len(m.contacts) + 1, pid, "email", f"orders@{slug}.example"))
         if rng.random() < 0.5:
-            m.contacts.append((len(m.contacts) + 1, pid, "phone", f"+1 555 {rng.randint(1000000, 9999999)}"))
+            n = rng.randint(1000000, 9999999)  # a fictional 555-01XX line in a real area code
+            phone = f"+1 {_AREA_CODES[n % len(_AREA_CODES)]}-555-01{n % 100:02d}"
+            m.contacts.append((len(m.contacts) + 1, pid, "phone", phone))
     for i, (name, price) in enumerate(_PRODUCTS):
         on_hand = rng.choice((0, 3, 8, 15, 40, 120, 250))
         m.products.append((i + 1, f"P{i + 1:03d}", name, price_text(Decimal(price)), on_hand))

@@ -47,6 +47,19 @@ def unit_price(list_price: Decimal, discount: Decimal) -> Decimal:
     return (list_price * (1 - discount / 100)).quantize(PRICE_UNIT, rounding=ROUND_HALF_EVEN)
 
 
+def discount_read_back(list_price: Decimal, price: Decimal) -> Decimal:
+    """A line's discount in percent as the real system reports it: derived from the prices it stored.
+
+    Tryton's sale_discount keeps the base (list) price and the unit price; the
+    discount it shows is ``1 - unit price / base price`` rounded half-to-even
+    to 4 decimals of a rate, so a discount the 4-decimal unit price cannot
+    express (0.01% of $0.50) reads back as the one it can (0%).
+    """
+    if not list_price:
+        return Decimal(0)
+    return (1 - price / list_price).quantize(PRICE_UNIT, rounding=ROUND_HALF_EVEN) * 100
+
+
 def price_text(value: Decimal) -> str:
     """A unit price as canonical text with 4 decimals."""
     return str(value.quantize(PRICE_UNIT, rounding=ROUND_HALF_EVEN))

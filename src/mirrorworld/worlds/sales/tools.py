@@ -14,7 +14,6 @@ stock short), ``policy_refused`` (a discount or payment rule).
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Protocol
@@ -23,6 +22,7 @@ from mirrorworld.core.session import ToolContext
 from mirrorworld.core.text import clean_text, like_pattern, search_query
 from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
+from mirrorworld.worlds.sales.contacts import normalise_contact
 from mirrorworld.worlds.sales.rules import (
     amounts,
     check_approval_request,
@@ -30,6 +30,7 @@ from mirrorworld.worlds.sales.rules import (
     check_line_discount,
     check_payment_amount,
     check_quantity,
+    discount_read_back,
     money,
     price_text,
     unit_price,
@@ -42,8 +43,6 @@ SaleId = Annotated[int, Ref("sales")]
 ShipmentId = Annotated[int, Ref("shipments")]
 InvoiceId = Annotated[int, Ref("invoices")]
 Prose = Annotated[str, FREE_TEXT]
-
-EMAIL = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$")
 
 
 class Db(Protocol):
@@ -71,8 +70,18 @@ def _next(db: Db, name: str) -> str:
 
 
 def _sale_name(sale: dict[str, Any]) -> str:
-    """How the real system names a sale in messages: its number, else its id."""
-    return str(sale["number"] or sale["id"])
+    """How the real system names a sale in messages: its number, else its id in brackets."""
+    return str(sale["number"] or f"({sale['id']})")
+
+
+def _invoice_name(inv: dict[str, Any]) -> str:
+    """How the real system names an invoice in messages: its number, else its id in brackets."""
+    return str(inv["number"] or f"({inv['id']})")
+
+
+def _refused_click(button: str, record: str, model: str, rule: str) -> ToolError:
+    """The real system's refusal of a workflow button its record's state does not offer."""
+    return ToolError("invalid_state", f'You can not call "{button}" on "{record}" of "{model}".', rule=rule)
 
 
 def _party_name(db: Db, party_id: int) -> str:
@@ -101,12 +110,7 @@ def sale_amounts(db: Db, sale_id: int) -> tuple[str, str, str]:
 
 def ops_add_contact(db: Db, party_id: int, kind: str, value: str) -> int:
     _get(db, "parties", "party", party_id)
-    value = clean_text(value, "value", 200)
-    if kind == "email" and not EMAIL.match(value):
-        raise ToolError(
-            "validation_error",
-            f'The email address "{value}" for party "{_party_name(db, party_id)}" is not valid.',
-        )
+    value = normalise_contact(kind, clean_text(value, "value", 200), _party_name(db, party_id))
     cur = db.execute("INSERT INTO contacts (party_id, type, value) VALUES (?,?,?)", (party_id, kind, value))
     return int(cur.lastrowid or 0)
 
@@ -126,17 +130,11 @@ def ops_create_lead(db: Db, party_id: int, description: str, amount: Decimal) ->
 def ops_move_opportunity(db: Db, opportunity_id: int, to: str, reason: str | None = None) -> dict[str, Any]:
     opp = _get(db, "opportunities", "opportunity", opportunity_id)
     allowed = {"opportunity": ("lead",), "lost": ("lead", "opportunity")}[to]
+    reason = clean_text(reason or "", "reason", 500) if to == "lost" else None
     if opp["state"] not in allowed:
-        raise ToolError(
-            "invalid_state",
-            f"opportunity {opp['number']} is {opp['state']}; only {' or '.join(allowed)} can become {to}",
-            rule="opportunity_workflow",
-        )
+        raise _refused_click(to, str(opp["number"]), "Sale Opportunity", "opportunity_workflow")
     if to == "lost":
-        db.execute(
-            "UPDATE opportunities SET state='lost', lost_reason=? WHERE id=?",
-            (clean_text(reason or "", "reason", 500), opportunity_id),
-        )
+        db.execute("UPDATE opportunities SET state='lost', lost_reason=? WHERE id=?", (reason, opportunity_id))
     else:
         db.execute("UPDATE opportunities SET state=? WHERE id=?", (to, opportunity_id))
     return {"opportunity_id": opportunity_id, "number": opp["number"], "state": to}
@@ -180,14 +178,21 @@ def _best_approval(db: Db, sale_id: int) -> Decimal | None:
 
 
 def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
-    _draft_sale(db, sale_id, "lines are added to")
+    sale = _get(db, "sales", "sale", sale_id)
     product = _get(db, "products", "product", product_id)
     check_quantity(quantity)
     check_line_discount(discount, lambda: _best_approval(db, sale_id))
-    price = unit_price(Decimal(product["list_price"]), discount)
+    if sale["state"] != "draft":  # the real system refuses the new line when it saves it
+        raise ToolError(
+            "invalid_state",
+            f'You cannot add lines to sale "{_sale_name(sale)}" because it is no longer in a draft state.',
+            rule="sale_workflow",
+        )
+    list_price = Decimal(product["list_price"])
+    price = unit_price(list_price, discount)
     cur = db.execute(
         "INSERT INTO sale_lines (sale_id, product_id, quantity, unit_price, discount) VALUES (?,?,?,?,?)",
-        (sale_id, product_id, quantity, price_text(price), money(discount)),
+        (sale_id, product_id, quantity, price_text(price), money(discount_read_back(list_price, price))),
     )
     untaxed, tax, total = sale_amounts(db, sale_id)
     return {
@@ -200,7 +205,9 @@ def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount:
 
 
 def ops_quote(db: Db, sale_id: int) -> dict[str, Any]:
-    sale = _draft_sale(db, sale_id, "quote")
+    sale = _get(db, "sales", "sale", sale_id)
+    if sale["state"] != "draft":
+        raise _refused_click("quote", _sale_name(sale), "Sale", "sale_workflow")
     if db.one("SELECT id FROM addresses WHERE party_id=?", (sale["party_id"],)) is None:
         raise ToolError(
             "validation_error",
@@ -216,11 +223,7 @@ def ops_quote(db: Db, sale_id: int) -> dict[str, Any]:
 def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
     sale = _get(db, "sales", "sale", sale_id)
     if sale["state"] != "quotation":
-        raise ToolError(
-            "invalid_state",
-            f"sale {_sale_name(sale)} is {sale['state']}; only a quotation can be confirmed",
-            rule="sale_workflow",
-        )
+        raise _refused_click("confirm", _sale_name(sale), "Sale", "sale_workflow")
     lines = _priced_lines(db, sale_id)
     untaxed, tax, total = amounts(lines, tax_rounding(db))
     if lines:
@@ -244,11 +247,7 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
 def ops_cancel(db: Db, sale_id: int) -> dict[str, Any]:
     sale = _get(db, "sales", "sale", sale_id)
     if sale["state"] not in ("draft", "quotation"):
-        raise ToolError(
-            "invalid_state",
-            f"sale {_sale_name(sale)} is {sale['state']}; only a draft or quotation can be cancelled",
-            rule="sale_workflow",
-        )
+        raise _refused_click("cancel", _sale_name(sale), "Sale", "sale_workflow")
     db.execute("UPDATE sales SET state='cancelled' WHERE id=?", (sale_id,))
     return {"sale_id": sale_id, "number": sale["number"], "state": "cancelled"}
 
@@ -264,12 +263,8 @@ def _maybe_done(db: Db, sale_id: int) -> None:
 
 def ops_ship(db: Db, shipment_id: int) -> dict[str, Any]:
     shipment = _get(db, "shipments", "shipment", shipment_id)
-    if shipment["state"] != "waiting":
-        raise ToolError(
-            "invalid_state",
-            f"shipment {shipment_id} is {shipment['state']}; only a waiting shipment can be shipped",
-            rule="sale_workflow",
-        )
+    if shipment["state"] != "waiting":  # shipments are numbered in the order they are made, as their ids
+        raise _refused_click("assign_wizard", str(shipment_id), "Stock Shipment Out", "sale_workflow")
     needs = db.all(
         "SELECT l.product_id, SUM(l.quantity) AS qty, p.on_hand, p.name FROM sale_lines l "
         "JOIN products p ON p.id = l.product_id WHERE l.sale_id=? GROUP BY l.product_id ORDER BY l.product_id",
@@ -292,11 +287,7 @@ def ops_ship(db: Db, shipment_id: int) -> dict[str, Any]:
 def ops_post(db: Db, invoice_id: int) -> dict[str, Any]:
     inv = _get(db, "invoices", "invoice", invoice_id)
     if inv["state"] != "draft":
-        raise ToolError(
-            "invalid_state",
-            f"invoice {inv['number'] or invoice_id} is {inv['state']}; only a draft can be posted",
-            rule="sale_workflow",
-        )
+        raise _refused_click("post", _invoice_name(inv), "Account Invoice", "sale_workflow")
     number = _next(db, "invoice")
     db.execute("UPDATE invoices SET state='posted', number=? WHERE id=?", (number, invoice_id))
     db.execute("UPDATE sales SET invoice_state='awaiting payment' WHERE id=?", (inv["sale_id"],))
@@ -305,13 +296,9 @@ def ops_post(db: Db, invoice_id: int) -> dict[str, Any]:
 
 def ops_pay(db: Db, invoice_id: int, amount: Decimal) -> dict[str, Any]:
     inv = _get(db, "invoices", "invoice", invoice_id)
-    if inv["state"] != "posted":
-        raise ToolError(
-            "invalid_state",
-            f"invoice {inv['number'] or invoice_id} is {inv['state']}; only a posted invoice is paid",
-            rule="sale_workflow",
-        )
     check_payment_amount(amount)
+    if inv["state"] != "posted":
+        raise _refused_click("pay", _invoice_name(inv), "Account Invoice", "sale_workflow")
     due = Decimal(inv["total"]) - Decimal(inv["paid"])
     if amount > due:
         raise ToolError(
