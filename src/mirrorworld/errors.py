@@ -25,6 +25,10 @@ must be loud. The tree::
     │                                recorded as errored, not as an agent failure.
     ├── WorkerError          infrastructure  a scale-out worker (a Ray actor) died or could
     │                                not be reached: its episodes are recorded as errored.
+    ├── TwinError            infrastructure  the real system a mirror is measured against
+    │                                failed (Tryton missing, its database not built, a
+    │                                crash, a gold solution it refuses): a twin episode
+    │                                is recorded as errored, never scored.
     └── RunFileError         caller  a run file is missing, corrupt or of another format.
 
 The middle column is each error's :data:`Boundary`: who failed. Only the
@@ -63,6 +67,7 @@ __all__ = [
     "TaskError",
     "TaskRefError",
     "ToolError",
+    "TwinError",
     "VerifierError",
     "WorkerError",
     "WorldError",
@@ -155,6 +160,13 @@ class WorkerError(MirrorworldError):
     :mod:`mirrorworld.distributed` records the episodes such a worker held as
     errored with this failure; the vector environment raises it from ``step``.
     """
+
+    boundary: Boundary = "infrastructure"
+
+
+class TwinError(MirrorworldError):
+    """The real twin failed (infrastructure, not behaviour): raised by :mod:`mirrorworld.fidelity.episode`
+    out of a twin episode's step or grading, which the runner records as an errored episode."""
 
     boundary: Boundary = "infrastructure"
 

@@ -86,7 +86,7 @@ class ChatEnv:
         if self.episode is not None:
             self.episode.close()
         task = select_task(self.world, split=self.split, families=self.families, task=task, task_id=task_id, index=seed)
-        self.episode = Episode(self.world, task, self.options)
+        self.episode = self._new_episode(task)
         self.last_outcome = None
         system = SYSTEM_PROMPT.format(title=self.world.id, terminal=self.terminal, policy=self.world.policy)
         self.messages = [
@@ -94,6 +94,10 @@ class ChatEnv:
             {"role": "user", "content": task.instruction},
         ]
         return list(self.messages)
+
+    def _new_episode(self, task: Task) -> Episode:
+        """The episode ``reset`` starts (an encoding over another backend starts its own kind)."""
+        return Episode(self.world, task, self.options)
 
     @property
     def done(self) -> bool:

@@ -60,14 +60,26 @@ guard counters (repeated identical calls, refused calls, rows written and
 restored) that audits use.
 The verifier reads the session's state and its recorded events only; nothing
 an agent says about its own work is taken on trust.
+
+**Where the end state comes from.** The state and collateral gates read an
+:class:`EndState`: the rows the episode changed, the gold's outcome and the end
+state the checks and the outcome view read. Grading a session
+(``Verifier()(session)``) takes all three from the session and ``World.gold``;
+:meth:`Verifier.grade` takes them from elsewhere (the real twin's end state
+and its own gold replay, :mod:`mirrorworld.fidelity.episode`) while every
+other gate still reads the session's record of calls and texts.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from mirrorworld.core.seats import Seated
-from mirrorworld.core.session import Session, Violation
+from mirrorworld.core.session import RowChange, Session, Violation
+from mirrorworld.core.task import Task
 from mirrorworld.errors import VerifierError
 from mirrorworld.verify.checks import evaluate_check, initial_potential
 from mirrorworld.verify.claims import texts_to_grade
@@ -76,7 +88,25 @@ from mirrorworld.verify.diff import compare
 from mirrorworld.verify.judge import TextJudge
 from mirrorworld.verify.verdict import Gate, Verdict
 
-__all__ = ["Verifier", "verify"]
+if TYPE_CHECKING:
+    from mirrorworld.core.world import GoldOutcome
+
+__all__ = ["EndState", "Verifier", "verify"]
+
+
+@dataclass(frozen=True)
+class EndState:
+    """What the state and collateral gates compare: an episode's end against its task's gold.
+
+    * ``changes`` — the rows the episode changed against the task's initial state;
+    * ``gold`` — the gold solution's outcome: its changes and its outcome view;
+    * ``db`` — the end state in the world's schema: the task's checks and the
+      outcome view (printed as evidence when the state gate fails) read it.
+    """
+
+    changes: Sequence[RowChange]
+    gold: GoldOutcome
+    db: sqlite3.Connection
 
 
 def _view_mismatches(gold: Any, got: Any, path: str = "") -> list[str]:
@@ -102,15 +132,26 @@ class Verifier:
         with session.borrow():  # the session keeps its connection while graded, and may park after
             return self._grade(session)
 
+    def grade(self, session: Session, end: EndState) -> Verdict:
+        """Grade ``session``'s record of calls and texts with the state gates reading ``end``.
+
+        For an end state read outside the session (see the module docstring);
+        the session's own state is not looked at.
+        """
+        task = session.task
+        if task is None:
+            raise VerifierError("a session without a task cannot be graded")
+        return self._verdict(session, task, end)
+
     def _grade(self, session: Session) -> Verdict:
         task = session.task
         if task is None:
             raise VerifierError("a session without a task cannot be graded")
-        world = session.world
-        gold = world.gold(task)
-        db = session.db
+        return self._verdict(session, task, EndState(session.changes(), session.world.gold(task), session.db))
 
-        changes = session.changes()
+    def _verdict(self, session: Session, task: Task, end: EndState) -> Verdict:
+        world = session.world
+        gold, db, changes = end.gold, end.db, end.changes
         party = world.simulated_role if isinstance(world, Seated) else None
         exempt = frozenset(k for e in session.events if e.role == party for k in e.rows) if party else frozenset()
         diff = compare(world, gold, changes, task.scope, exempt, task.instruction)
