@@ -74,6 +74,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mirrorworld run --agent openai --base-url http://localhost:8000/v1 --model NAME --concurrency 8",
         "mirrorworld run --resume runs/helpdesk-openai-20261202-101500-000000.sqlite",
         "mirrorworld run --multi-agent --policy tier1=llm --model NAME --base-url URL",
+        "mirrorworld run --world sales --backend twin --agent partial --episodes 20",
     ),
     "show": ("mirrorworld show run.sqlite", "mirrorworld show run.sqlite 3 --json"),
     "tasks": ("mirrorworld tasks --world sales",),
@@ -90,7 +91,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mirrorworld review fit --db review.sqlite --numeric refunds.amount_cents,order_lines.refunded_cents",
     ),
     "twin": ("mirrorworld twin up --world sales",),
-    "fidelity": ("mirrorworld fidelity --world sales --calls 1200 --html fidelity.html",),
+    "fidelity": (
+        "mirrorworld fidelity --world sales --calls 1200 --html fidelity.html",
+        "mirrorworld fidelity --world sales --agents oracle,random,partial --episodes 100 --json",
+    ),
     "train": ("mirrorworld train --world helpdesk --minutes 12 --out runs/train",),
     "pack": ("mirrorworld pack helpdesk --out dist",),
     "env": ("mirrorworld env publish helpdesk", "mirrorworld env gate helpdesk@1 --replay ref.sqlite"),
@@ -130,7 +134,9 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
 
     r = sub.add_parser("run", help="run an agent over tasks, grade and record every episode")
     world_option(r, registry)
-    r.add_argument("--agent", default="oracle", help="noop, refuse, claim, random, oracle, replay or openai")
+    r.add_argument(
+        "--agent", default="oracle", help="noop, refuse, claim, random, oracle, oracle_retry, partial, replay or openai"
+    )
     r.add_argument("--episodes", type=int, default=20, help="number of tasks")
     r.add_argument("--trials", type=int, default=1, help="runs per task (for pass^k)")
     r.add_argument("--split", choices=("train", "test"), default="test")
@@ -145,6 +151,13 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
         "latency_s=N, writes_only=true)",
     )
     r.add_argument("--scale", type=float, default=1.0)
+    r.add_argument(
+        "--backend",
+        choices=("mirror", "twin"),
+        default="mirror",
+        help="where the tools run: the mirror, or the world's real twin (sales: Tryton), graded by the same "
+        "verifier contract with the gold replayed on the twin",
+    )
     r.add_argument("--out", default=None, help="run file to write (default: runs/<world>-<agent>-<time>.sqlite)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.add_argument("--no-progress", action="store_true")
@@ -315,6 +328,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         resumed = evaluate.restore_options(args, run_parser, (getattr(args, "argv", None) or [])[1:])
     if args.multi_agent and args.ray is not None:
         raise MirrorworldError("--ray plays single-agent runs; --multi-agent runs in one process")
+    if getattr(args, "backend", "mirror") == "twin" and (args.multi_agent or args.ray is not None):
+        raise MirrorworldError("--backend twin plays single-agent runs in this process (no --multi-agent, --ray)")
     if args.multi_agent:
         if args.agent != "oracle":
             raise MirrorworldError(
@@ -368,6 +383,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     for f in families or ():
         world.family(f)
+    from mirrorworld.run.backends import open_backend
+
+    backend = open_backend(args, world)
     make = evaluate.agent_factory(args)
     agent = make()
     judge = None
@@ -418,6 +436,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         if args.ray is not None:
             meta["ray"] = {"address": args.ray, "workers": args.workers}
+        meta["backend"] = backend.meta()
         runfile = RunFile.create(out, meta)
         todo = planned
     records: list[Any] = []
@@ -459,12 +478,21 @@ def cmd_run(args: argparse.Namespace) -> int:
                     **options,
                 )
             elif todo:
-                play_episodes(world, agent, todo, concurrency=args.concurrency, make_agent=make, **options)
+                play_episodes(
+                    world,
+                    agent,
+                    todo,
+                    concurrency=args.concurrency,
+                    make_agent=make,
+                    make_env=backend.make_env,
+                    **options,
+                )
     except _TooManyErrors:
         stopped = f"stopped after more than {args.max_errors} errored episodes"
     except KeyboardInterrupt:
         stopped = "interrupted"
     finally:
+        backend.close()
         every = sorted([*kept, *records], key=lambda r: r.index)
         seconds = time.perf_counter() - started
         before = (resumed.get("summary") if resumed is not None else None) or {}
@@ -483,7 +511,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        _print_summary(summary, title=f"{agent.name} on {world.id} ({args.split} split)")
+        on = " on the real twin" if backend.name == "twin" else ""
+        _print_summary(summary, title=f"{agent.name} on {world.id}{on} ({args.split} split)")
         of = "" if len(every) == len(planned) else f" of {len(planned)}"
         print(f"saved {len(every)}{of} episodes to {out}")
     first = next((r for r in every if r.errored), None)

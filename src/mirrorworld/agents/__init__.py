@@ -12,6 +12,7 @@ from mirrorworld.agents.scripted import (
     ClaimSuccessAgent,
     NoopAgent,
     OracleAgent,
+    PartialAgent,
     RandomAgent,
     RefuseAgent,
     ScriptedAgent,
@@ -27,6 +28,7 @@ __all__ = [
     "NoopAgent",
     "OpenAIAgent",
     "OracleAgent",
+    "PartialAgent",
     "RandomAgent",
     "RefuseAgent",
     "ReplayAgent",
@@ -36,11 +38,12 @@ __all__ = [
     "tool_call",
 ]
 
-AGENTS = ("noop", "refuse", "claim", "random", "oracle", "oracle_retry", "replay", "openai")
+AGENTS = ("noop", "refuse", "claim", "random", "oracle", "oracle_retry", "partial", "replay", "openai")
 
 
 def make_agent(name: str, **options: Any) -> Agent:
-    """An agent by name. ``replay`` needs ``replay=RUN``; ``openai`` needs ``model`` and takes ``base_url``,
+    """An agent by name (``random`` and ``partial`` take ``seed``). ``replay`` needs ``replay=RUN``;
+    ``openai`` needs ``model`` and takes ``base_url``,
     ``api_key_env``, ``temperature``, ``top_p``, ``max_tokens``, ``timeout`` and ``retries``
     (:class:`~mirrorworld.agents.openai.OpenAIAgent`)."""
     if name == "noop":
@@ -55,6 +58,8 @@ def make_agent(name: str, **options: Any) -> Agent:
         return OracleAgent(retries=3)
     if name == "random":
         return RandomAgent(seed=int(options.get("seed") or 0))
+    if name == "partial":
+        return PartialAgent(seed=int(options.get("seed") or 0))
     if name == "replay":
         if not options.get("replay"):
             raise RegistryError("the replay agent needs a run file (--replay RUN)")

@@ -4,6 +4,8 @@
 * ``refuse`` refuses every request;
 * ``claim`` claims success without doing anything;
 * ``oracle`` replays the task's gold solution (privileged);
+* ``partial`` replays the gold solution less one write on a seeded half of the
+  tasks (privileged): an agent that passes some tasks and fails others;
 * ``random`` calls random tools with random, schema-shaped arguments;
 * ``replay`` replays the assistant messages of a recorded episode;
 * ``scripted`` plays a fixed list of assistant messages.
@@ -26,6 +28,7 @@ __all__ = [
     "ClaimSuccessAgent",
     "NoopAgent",
     "OracleAgent",
+    "PartialAgent",
     "RandomAgent",
     "RefuseAgent",
     "ScriptedAgent",
@@ -124,6 +127,42 @@ class OracleAgent(CallListAgent):
 
     def plan(self, context: EpisodeContext) -> list[ToolCall]:
         return list(context.task.gold)
+
+
+class PartialAgent(CallListAgent):
+    """The gold solution with one write left out, on a seeded share of the tasks (privileged).
+
+    For each task a ``random.Random`` seeded with ``seed`` and the task's id
+    decides: with probability ``drop`` it picks one of the gold's write calls,
+    which is left out, and every other call (the final message included, so it
+    still reports the step it skipped) is played as the gold plays it;
+    otherwise the whole gold solution is played. The same seed thus leaves out
+    the same call of the same task in every process and on every backend
+    (mirror or twin), which is what a paired comparison needs: an agent whose
+    pass rate is neither 0 nor 1 and whose every failure is a known, missing
+    write (the state gate; usually the communication gate too).
+    """
+
+    name = "partial"
+
+    def __init__(self, *, seed: int = 0, drop: float = 0.5) -> None:
+        if not 0.0 <= drop <= 1.0:
+            raise ValueError(f"drop must be in [0, 1], not {drop!r}")
+        self.seed = seed
+        self.drop = drop
+
+    def plan(self, context: EpisodeContext) -> list[ToolCall]:
+        gold = list(context.task.gold)
+        rng = random.Random(f"partial-agent/{self.seed}/{context.task.id}")
+        tools = context.world.tools_by_name
+        writes = [i for i, c in enumerate(gold) if (spec := tools.get(c.tool)) is not None and spec.kind == "write"]
+        if writes and rng.random() < self.drop:
+            left_out = rng.choice(writes)
+            return gold[:left_out] + gold[left_out + 1 :]
+        return gold
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "seed": self.seed, "drop": self.drop}
 
 
 class ScriptedAgent(Agent):

@@ -72,6 +72,7 @@ RUN_OPTIONS = (
     "max_steps",
     "faults",
     "scale",
+    "backend",
     "seed",
     "replay",
     "base_url",

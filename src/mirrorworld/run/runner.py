@@ -253,8 +253,15 @@ def play_episodes(
     faults: Faults | None = None,
     concurrency: int = 1,
     make_agent: Callable[[], Agent] | None = None,
+    make_env: Callable[..., ChatEnv] = ChatEnv,
 ) -> list[EpisodeRecord]:
     """Play planned episodes in this process; each record carries its planned index.
+
+    ``make_env`` builds the chat encoding the episodes are played through,
+    called as ``make_env(world, split=..., families=..., max_steps=...,
+    judge=..., faults=...)``: :class:`~mirrorworld.envs.chat.ChatEnv` over the
+    mirror by default; ``Twin.env`` plays them on the real twin
+    (:mod:`mirrorworld.fidelity.episode`, one episode at a time: concurrency 1).
 
     With ``concurrency`` 1 the episodes are played in order by ``agent``. With
     more, that many worker threads play them at once, each with its own
@@ -285,8 +292,8 @@ def play_episodes(
     if concurrency > 1 and len(todo) > 1:
         if make_agent is None:
             raise MirrorworldError("playing episodes concurrently needs an agent per worker (make_agent)")
-        return _play_concurrently(world, agent, make_agent, todo, concurrency, options, on_record, progress)
-    env = ChatEnv(world, **options)
+        return _play_concurrently(world, agent, make_agent, todo, concurrency, options, on_record, progress, make_env)
+    env = make_env(world, **options)
     records: list[EpisodeRecord] = []
     for p in todo:
         record = run_episode(env, agent, world.task_at(p.task), index=p.index, trial=p.trial)
@@ -307,6 +314,7 @@ def _play_concurrently(
     options: dict[str, Any],
     on_record: Callable[[EpisodeRecord], None] | None,
     progress: Callable[[int, int], None] | None,
+    make_env: Callable[..., ChatEnv] = ChatEnv,
 ) -> list[EpisodeRecord]:
     """:func:`play_episodes` over worker threads (see there)."""
     jobs: queue.SimpleQueue[Planned] = queue.SimpleQueue()
@@ -318,7 +326,7 @@ def _play_concurrently(
     def work(player: Agent | None) -> None:
         try:
             mine = player if player is not None else make_agent()
-            env = ChatEnv(world, **options)
+            env = make_env(world, **options)
             while not stop.is_set():
                 try:
                     p = jobs.get_nowait()
@@ -371,13 +379,14 @@ def run_episodes(
     faults: Faults | None = None,
     concurrency: int = 1,
     make_agent: Callable[[], Agent] | None = None,
+    make_env: Callable[..., ChatEnv] = ChatEnv,
 ) -> list[EpisodeRecord]:
     """Run ``episodes`` tasks of ``split`` (cycling through families), each ``trials`` times.
 
     ``judge`` adds a model judge of the customer texts to grading (:mod:`mirrorworld.verify.judge`);
     ``faults`` injects seeded transient tool failures (:mod:`mirrorworld.episodes.faults`);
-    ``concurrency`` and ``make_agent`` play episodes at once (:func:`play_episodes`).
-    The same as :func:`plan_episodes` then :func:`play_episodes`.
+    ``concurrency`` and ``make_agent`` play episodes at once, ``make_env`` on another backend
+    (:func:`play_episodes`). The same as :func:`plan_episodes` then :func:`play_episodes`.
     """
     planned = plan_episodes(world, episodes=episodes, split=split, families=families, start=start, trials=trials)
     return play_episodes(
@@ -393,4 +402,5 @@ def run_episodes(
         faults=faults,
         concurrency=concurrency,
         make_agent=make_agent,
+        make_env=make_env,
     )
