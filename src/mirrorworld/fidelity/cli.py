@@ -2,8 +2,12 @@
 
 ``mirrorworld twin up --world sales`` creates (or finds cached) the world's real
 twin database; ``mirrorworld fidelity --world sales`` measures the mirror
-against it. ``fidelity`` exits 1 when a quality bar is missed or, with
-``--against``, when agreement dropped below the saved baseline.
+against it, call by call. ``mirrorworld fidelity --world sales --agents
+oracle,random,partial --episodes 100`` measures it agent by agent instead: each
+agent plays the same tasks on the mirror and on the twin, and the report gives
+the pass rates, their gap and every verdict that differs
+(:mod:`mirrorworld.fidelity.agents`). ``fidelity`` exits 1 when a quality bar is
+missed or, with ``--against``, when agreement dropped below the saved baseline.
 """
 
 from __future__ import annotations
@@ -34,8 +38,18 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
     t.add_argument("action", choices=("up", "path"), help="up: create it if needed; path: print the cached file")
     world_option(t, registry, preferred="sales")
     t.add_argument("--option", action="append", metavar="KEY=VALUE", help="build a changed twin (tax_rounding=line)")
-    f = sub.add_parser("fidelity", help="measure a mirror against its real twin, call by call")
+    f = sub.add_parser(
+        "fidelity", help="measure a mirror against its real twin, call by call (or agent by agent: --agents)"
+    )
     world_option(f, registry, preferred="sales")
+    f.add_argument(
+        "--agents",
+        default=None,
+        metavar="A,B,...",
+        help="measure the agent-level gap instead: these agents (e.g. oracle,random,partial) play the same tasks "
+        "on the mirror and on the twin; pass rates, gap and every differing verdict",
+    )
+    f.add_argument("--episodes", type=int, default=50, help="with --agents: tasks per agent (cycling families)")
     f.add_argument("--calls", type=int, default=1200, help="random calls to replay (half valid, half with bad input)")
     f.add_argument("--seeds", type=int, default=2, help="task seeds per family for gold and audit traces")
     f.add_argument("--no-audit", action="store_true", help="skip the audit's mutant/variant trajectories")
@@ -77,7 +91,56 @@ def cmd_twin(args: argparse.Namespace) -> int:
 RANDOM_LENGTH = 20
 
 
+def cmd_agents(args: argparse.Namespace) -> int:
+    """``mirrorworld fidelity --agents``: the agent-level sim-to-real gap (:mod:`mirrorworld.fidelity.agents`)."""
+    from mirrorworld.agents import make_agent
+    from mirrorworld.fidelity.agents import agents_page, gap_lines, measure_gap
+    from mirrorworld.fidelity.episode import Twin
+    from mirrorworld.inert import inert
+    from mirrorworld.run.backends import twin_refusal
+    from mirrorworld.twin.db import ensure, parse_options
+
+    names = list(dict.fromkeys(a.strip() for a in str(args.agents).split(",") if a.strip()))
+    if not names:
+        raise MirrorworldError("--agents names at least one agent, e.g. --agents oracle,random,partial")
+    if args.episodes < 1:
+        raise MirrorworldError("--episodes must be at least 1")
+    if args.against or args.save_baseline or args.trajectories:
+        raise MirrorworldError("--against, --save-baseline and --trajectories are for the call-level run, not --agents")
+    for name in names:
+        make_agent(name)  # an unknown agent, or one that needs options, is refused before the twin is built
+    html_out = check_output_path(args.html) if args.html else None
+    world = world_named(args.world, registry_of(args))
+    refusal = twin_refusal(world)
+    if refusal is not None:
+        raise MirrorworldError(refusal)
+    options = parse_options(args.twin_option)
+    database = ensure(world, options=options, log=lambda m: print(m, file=sys.stderr))
+    total = 2 * args.episodes * len(names)
+    with (
+        Twin(world, database=database) as twin,
+        progress_bar(
+            f"{len(names)} agents on mirror and twin", total, enabled=wants_progress(json_output=args.json)
+        ) as update,
+    ):
+        data = measure_gap(world, twin, names, episodes=args.episodes, progress=update)
+    data["twin_options"] = options
+    if html_out is not None:
+        write_atomic(html_out, agents_page(data))
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        # Evidence, task ids and failure messages carry agent text and the twin's answers: printed inert.
+        for line in gap_lines(data):
+            print(inert(line, 4000, lines=False))
+        for bar in data["failed_bars"]:
+            print(f"QUALITY BAR MISSED: {inert(bar, 4000, lines=False)}")
+    return 1 if data["failed_bars"] else 0
+
+
 def cmd_fidelity(args: argparse.Namespace) -> int:
+    if getattr(args, "agents", None) is not None:
+        return cmd_agents(args)
     from mirrorworld.fidelity.baseline import baseline_identity, drift, load_baseline, save_baseline
     from mirrorworld.fidelity.harness import run_fidelity
     from mirrorworld.fidelity.report import drift_lines, failed_bars, fidelity_html, summary_lines, to_dict
