@@ -43,10 +43,15 @@ agent did and what the real system showed it, and nothing else.
   *What is read*: every record the twin's canonical state
   (``TwinSession.canonical_state``, a scan of the whole business state) shows
   changed, added or removed, and every record a successful write call named
-  by id (so that a change only to a text is read too). *What is not*:
-  addresses (no tool writes one), the sequence counters (what they hand out
-  are the record numbers, which are compared) and a party's role (not on the
-  twin's surface and never changed by a tool: taken from the mirror's data).
+  by id (so that a change only to a text is read too). The sequence counters
+  (the mirror's ``sequences`` table) are not on the twin's surface; what they
+  hand out is: a counter's end value is its start value (the mirror's data,
+  which the twin was built from) plus the numbers of its kind the end state
+  holds that the pristine state did not (:data:`SEQUENCES`; a number once
+  drawn stays on its record), so an extra record numbered is graded as on
+  the mirror. *What is not read*: addresses (no tool writes one) and a
+  party's role (not on the twin's surface and never changed by a tool: taken
+  from the mirror's data).
 * **policy** — the rules the record's calls broke plus the world's guards over
   the record (another customer's data in a customer text). The sales world's
   rules refuse a call rather than record a violation, on both backends, so
@@ -119,6 +124,13 @@ _NAMED: dict[str, str] = {"party_id": "party", "opportunity_id": "opportunity", 
 """Id arguments of write calls that name the record they change."""
 _CHILD_OF_SALE = {"invoice_id": "invoices", "shipment_id": "shipments"}
 """Id arguments that name a sale's child record (the sale is read)."""
+
+SEQUENCES: dict[str, tuple[str, str]] = {
+    "sale": ("sales", "number"),
+    "opportunity": ("opportunities", "number"),
+    "invoice": ("invoices", "number"),
+}
+"""The mirror's sequence counters -> the table and column holding the numbers each hands out."""
 
 GOLD_CACHE = 4096
 
@@ -241,6 +253,13 @@ class Twin:
         self._columns: dict[str, tuple[str, ...]] = {t: tuple(image.columns[t]) for t in image.tables}
         self._keys: dict[str, str | None] = {t: _rowid(image.query(f"PRAGMA table_info({t})")) for t in image.tables}
         self._roles: dict[int, Any] = {int(i): r for i, r in image.query("SELECT id, role FROM parties")}
+        self._counters: dict[int, Row] = {
+            int(rowid): {"name": name, "next": nxt}
+            for rowid, name, nxt in image.query("SELECT rowid, * FROM sequences")
+        }
+        unknown = sorted({str(r["name"]) for r in self._counters.values()} - set(SEQUENCES))
+        if unknown:
+            raise TwinError(f"twin episodes do not know which numbers the sequences {', '.join(unknown)} hand out")
 
     # -- the backend --------------------------------------------------------
 
@@ -360,10 +379,28 @@ class Twin:
             out[ref] = read_entity(read, self._columns, ref, self._roles) if exists else {}
         return out
 
+    def _sequences(self, end: Mapping[Ref, Rows]) -> dict[int, Row]:
+        """The sequence counters at ``end`` (see the module docstring): start value plus the numbers drawn."""
+        pristine = self.pristine().records
+        records = {**pristine, **end}
+        out = {}
+        for rowid, counter in self._counters.items():
+            table, column = SEQUENCES[str(counter["name"])]
+
+            def numbers(where: Mapping[Ref, Rows], table: str = table, column: str = column) -> set[Any]:
+                return {r[column] for rows in where.values() for r in rows.get(table, {}).values() if r[column]}
+
+            drawn = len(numbers(records) - numbers(pristine))
+            out[rowid] = {**counter, "next": int(counter["next"]) + drawn}
+        return out
+
     def _changes(self, end: Mapping[Ref, Rows]) -> list[RowChange]:
         """The rows that differ between the pristine state and ``end`` (the records read at the end)."""
         pristine = self.pristine().records
         out: list[RowChange] = []
+        for rowid, counter in self._sequences(end).items():
+            if counter != self._counters[rowid]:
+                out.append(RowChange("sequences", rowid, self._counters[rowid], counter))
         for ref, after in end.items():
             before = pristine.get(ref, {})
             for table in set(before) | set(after):
@@ -385,7 +422,11 @@ class Twin:
             key = self._keys[table]
             decl = ", ".join(f'"{c}" INTEGER PRIMARY KEY' if c == key else f'"{c}"' for c in cols)
             db.execute(f'CREATE TABLE "{table}" ({decl})')
-        records = {**self.pristine().records, **end}
+        records: dict[Any, Rows] = {
+            **self.pristine().records,
+            **end,
+            ("sequences", 0): {"sequences": self._sequences(end)},
+        }
         for rows in records.values():
             for table, by_pk in rows.items():
                 cols = self._columns[table]
