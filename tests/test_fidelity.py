@@ -51,6 +51,7 @@ def _synthetic(agreed: int, calls: int) -> dict[str, Any]:
     run = FidelityRun("mirrorworld/Sales-v0", {"trytond": "8.2.1"}, calls, agreed)
     run.by_tool = {"get_sale": [agreed, calls]}
     run.by_family = {"random": [agreed, calls, 1, 1]}
+    run.by_decider = {"real": [agreed, calls]}
     run.gold_final = [3, 3]
     run.mirror_seconds, run.twin_seconds = 0.001, 2.0
     return to_dict(run)
@@ -71,9 +72,13 @@ def test_baseline_round_trip_and_drift(tmp_path: Path) -> None:
 
 
 def test_reports_render_and_bars_apply() -> None:
-    data = _synthetic(990, 1000)
+    data = _synthetic(2990, 3000)
     assert failed_bars(data, full=True) == []
-    assert failed_bars(_synthetic(900, 1000), full=True)
+    assert failed_bars(_synthetic(2900, 3000), full=True)  # 96.7% of the real system's calls
+    assert any("3000" in bar for bar in failed_bars(_synthetic(1000, 1000), full=True))
+    mostly_shared = _synthetic(2990, 3000)
+    mostly_shared["real_share"] = 0.75
+    assert any("decided only 75.0%" in bar for bar in failed_bars(mostly_shared, full=True))
     assert "Fidelity of" in fidelity_html(data)
     assert any("per tool" in line for line in summary_lines(data))
 
@@ -108,7 +113,10 @@ def test_small_fidelity_run_against_real_tryton(twin: Any, tmp_path: Path) -> No
     assert data["call_agreement"] >= 0.99, summary_lines(data)
     assert failed_bars(data, full=False) == []
     assert data["speed"]["ratio"] > 0  # measured in the same run; the figure itself belongs to the full run
-    assert data["by_trace_kind"]["recorded"]["calls"] == 5
+    assert data["by_trace_kind"]["recorded"]["calls"] == 4  # the final respond is the session's: not compared
+    assert data["session_calls"] >= len(traces) - 6
+    assert set(data["by_decider"]) <= {"real", "adapter", "shared"}
+    assert data["real_share"] > 0.5 and data["real_agreement"] == 1.0
 
 
 @needs_tryton

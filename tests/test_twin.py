@@ -118,3 +118,84 @@ def test_twin_cache_key_tracks_versions_and_world() -> None:
 
     assert twin_key(WORLD) == twin_key(SalesWorld())
     assert twin_key(WORLD) != twin_key(SalesWorld(data_seed=1))
+
+
+# Calls only Tryton decides: button states refuse workflow moves, a saved line refuses a quoted sale, the pay
+# wizard refuses an overpayment, the party module validates contacts. Same code and same message on both sides.
+TRYTON_DECIDES: list[tuple[str, Any, str]] = [
+    ("add_line", {"sale_id": 11, "product_id": 1, "quantity": 1, "discount": 0}, "invalid_state"),
+    ("quote_sale", {"sale_id": 31}, "invalid_state"),
+    ("confirm_sale", {"sale_id": 1}, "invalid_state"),
+    ("cancel_sale", {"sale_id": 14}, "invalid_state"),
+    ("ship_shipment", {"shipment_id": 8}, "invalid_state"),
+    ("post_invoice", {"invoice_id": 11}, "invalid_state"),
+    ("pay_invoice", {"invoice_id": 1, "amount": "10.00"}, "invalid_state"),
+    ("pay_invoice", {"invoice_id": 11, "amount": "940.47"}, "policy_refused"),
+    ("mark_lost", {"opportunity_id": 10, "reason": "late"}, "invalid_state"),
+    ("qualify_lead", {"opportunity_id": 2}, "invalid_state"),
+    ("add_contact", {"party_id": 3, "kind": "email", "value": "buyer@localhost"}, "validation_error"),
+    ("add_contact", {"party_id": 3, "kind": "email", "value": "a..b@example.com"}, "validation_error"),
+    ("add_contact", {"party_id": 3, "kind": "phone", "value": "212 555 0142"}, "validation_error"),
+    ("add_contact", {"party_id": 3, "kind": "phone", "value": "+1 555 123 4567"}, "validation_error"),
+    ("get_sale", {"sale_id": 99999}, "not_found"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "code"), TRYTON_DECIDES)
+def test_tryton_decides_the_refusal_and_the_mirror_says_the_same(twin: Any, tool: str, args: Any, code: str) -> None:
+    with WORLD.session() as m, twin.session() as t:
+        a, b = m.call(tool, args), t.call(tool, args)
+        assert t.decided_by == "real"
+        assert not a.ok and not b.ok
+        assert a.error["code"] == b.error["code"] == code  # type: ignore[index]
+        assert a.error["message"] == b.error["message"]  # type: ignore[index]
+
+
+CONTACTS = [
+    ("email", "Buyer.7@Client3.Example", "Buyer.7@client3.example"),
+    ("email", "BUYER@CLIENT.EXAMPLE", "BUYER@client.example"),
+    ("email", "müller@bücher.example", "müller@bücher.example"),
+    ("phone", "+1 (415) 555-0142", "+1 415-555-0142"),
+    ("phone", "+1.312.555.0188", "+1 312-555-0188"),
+    ("phone", "+44 20 7946 0958", "+44 20 7946 0958"),
+]
+
+
+@pytest.mark.parametrize(("kind", "value", "stored"), CONTACTS)
+def test_contacts_are_stored_as_tryton_stores_them(twin: Any, kind: str, value: str, stored: str) -> None:
+    with WORLD.session() as m, twin.session() as t:
+        args = {"party_id": 3, "kind": kind, "value": value}
+        assert m.call("add_contact", args).ok and t.call("add_contact", args).ok
+        assert t.decided_by == "real"
+        mine = m.call("get_party", {"party_id": 3}).data["contacts"][-1]
+        theirs = t.call("get_party", {"party_id": 3}).data["contacts"][-1]
+        assert mine == theirs and mine["value"] == stored
+        assert t.canonical_state() == canonical_state(m.db)
+
+
+def test_each_call_is_attributed_to_who_decided_it(twin: Any) -> None:
+    with twin.session() as t:
+        t.call("get_policy", {})
+        assert t.decided_by == "shared"  # the session answers it
+        t.call("get_sale", {"sale_id": "abc"})
+        assert t.decided_by == "shared"  # the argument interface refuses it
+        t.call("add_line", {"sale_id": 1, "product_id": 1, "quantity": 0, "discount": 0})
+        assert t.decided_by == "shared"  # the desk's quantity rule in rules.py
+        t.call("request_discount_approval", {"sale_id": 1, "discount": "15", "reason": "Loyal customer"})
+        assert t.decided_by == "adapter"  # approvals are the desk's, kept as notes
+        t.call("add_line", {"sale_id": 1, "product_id": 1, "quantity": 1, "discount": "15"})
+        assert t.decided_by == "real"  # Tryton's sale_discount prices the line
+        t.call("quote_sale", {"sale_id": 31})
+        assert t.decided_by == "real"  # Tryton's button states refuse it
+
+
+def test_discounted_lines_are_priced_by_tryton_and_read_back_alike(twin: Any) -> None:
+    with WORLD.session() as m, twin.session() as t:
+        for s in (m, t):
+            assert s.call("request_discount_approval", {"sale_id": 1, "discount": "22.5", "reason": "Volume"}).ok
+        for product, discount in ((1, "7.77"), (4, "22.5"), (5, "0.01"), (12, "10")):
+            args = {"sale_id": 1, "product_id": product, "quantity": 3, "discount": discount}
+            a, b = m.call("add_line", args), t.call("add_line", args)
+            assert a.ok and b.ok and a.data == b.data, (a.data, b.data)
+        assert m.call("get_sale", {"sale_id": 1}).data["lines"] == t.call("get_sale", {"sale_id": 1}).data["lines"]
+        assert t.canonical_state() == canonical_state(m.db)

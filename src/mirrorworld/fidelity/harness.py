@@ -13,11 +13,22 @@ Every divergence is listed with a *minimal trace*: the shortest prefix of the
 trace, with every earlier call that is not needed to reproduce it removed
 (greedy one-at-a-time deletion, replayed on both backends).
 
-The mirror/twin speed ratio is measured in the same run, per call, on the same
-calls: the twin's time is the time of its calls during the comparison; the
-mirror's is taken after the comparison, replaying every trace again (best of
-three per trace) so that the twin's work in between (its garbage, the caches
-it evicts) is not charged to a mirror call that takes a thousandth of its time.
+Calls the session answers itself on both sides (``respond``, which ends the
+episode, and ``get_policy``, the desk's policy text) are replayed but are not
+calls to the system mirrored: they are counted apart (``session_calls``) and
+not compared. Every other call is **attributed** to who decided its outcome on the twin
+(``TwinSession.decided_by``: the real system, the adapter's own desk rules, or
+mirror code both backends share); the headline agreement is over the calls the
+real system decided, and the other shares are reported beside it. Where both
+backends refuse a call with the same code, their **messages** (what the agent
+reads) are compared too and reported apart.
+
+The mirror/twin **speed** ratio is measured the same way on both sides, in the
+same run, on the same calls, after the comparison: a sample of the replayed
+traces (every k-th, about :data:`SPEED_CALLS` calls in all) is replayed
+:data:`SPEED_REPEATS` times in a row on each backend, on fresh sessions, with
+the garbage collector paused during the timed calls; each trace's best
+repetition counts, in wall-clock and in process CPU time, for both sides alike.
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ from mirrorworld.twin.backend import TwinBackend
 __all__ = ["Divergence", "FidelityRun", "normalise", "run_fidelity"]
 
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+SESSION_TOOLS = frozenset({"respond", "get_policy"})
+"""Tools the session answers itself on both backends (see the module docstring)."""
 MINIMISE_LIMIT = 20
 """At most this many divergences are minimised (each minimisation replays on the twin)."""
 MINIMISE_REPLAYS = 12
@@ -127,20 +140,57 @@ class FidelityRun:
     """family -> [agreed calls, calls, traces whose final state agreed, traces]"""
     by_kind: dict[str, list[int]] = field(default_factory=dict)
     """trace kind -> [agreed calls, calls, final states agreed, traces]"""
+    by_decider: dict[str, list[int]] = field(default_factory=dict)
+    """who decided (``real``, ``adapter``, ``shared``) -> [agreed, calls]"""
+    decider_tools: dict[str, dict[str, int]] = field(default_factory=dict)
+    """who decided -> tool -> calls (what the adapter and the shared code still decide)"""
+    messages: list[int] = field(default_factory=lambda: [0, 0])
+    """[same message, refusals both backends gave with the same code]"""
+    session_calls: int = 0
+    """Calls answered by the session on both sides (replayed, not compared)."""
     gold_final: list[int] = field(default_factory=lambda: [0, 0])
     divergences: list[Divergence] = field(default_factory=list)
     mirror_seconds: float = 0.0
     twin_seconds: float = 0.0
+    mirror_cpu: float = 0.0
+    twin_cpu: float = 0.0
+    timed_calls: int = 0
+    """How many calls the speed sample held (each side's times are over these)."""
     seconds: float = 0.0
 
     @property
     def agreement(self) -> float:
+        """Agreement over every call, whoever decided it."""
         return self.agreed / self.calls if self.calls else 1.0
 
     @property
+    def real_calls(self) -> int:
+        return self.by_decider.get("real", [0, 0])[1]
+
+    @property
+    def real_share(self) -> float:
+        """The fraction of calls the real system decided."""
+        return self.real_calls / self.calls if self.calls else 0.0
+
+    @property
+    def real_agreement(self) -> float:
+        """Agreement over the calls the real system decided (the headline figure)."""
+        agreed, calls = self.by_decider.get("real", [0, 0])
+        return agreed / calls if calls else 1.0
+
+    @property
+    def message_agreement(self) -> float:
+        return self.messages[0] / self.messages[1] if self.messages[1] else 1.0
+
+    @property
     def speed_ratio(self) -> float:
-        """How many times faster the mirror answers a call than the twin (same calls, same run)."""
+        """How many times faster the mirror answers a call than the twin, in wall-clock time."""
         return self.twin_seconds / self.mirror_seconds if self.mirror_seconds else 0.0
+
+    @property
+    def cpu_ratio(self) -> float:
+        """The same ratio in process CPU time."""
+        return self.twin_cpu / self.mirror_cpu if self.mirror_cpu else 0.0
 
 
 def _replay(
@@ -207,12 +257,12 @@ def run_fidelity(
     replayed: list[list[ToolCall]] = []
     for trace in traces:
         calls = trace.calls
-        mirror_r: list[dict[str, Any]] = []
         with world.session() as ms:
             if trace.seed is not None:
                 rng = random.Random(f"fidelity/{trace.kind}/{trace.seed}")
                 invalid = 0.35 if trace.kind == "invalid" else 0.0
                 calls = []
+                mirror_r = []
                 for _ in range(trace.length):
                     call = random_call(rng, ms, invalid)
                     calls.append(call)
@@ -222,24 +272,39 @@ def run_fidelity(
                 mirror_r = [response(ms.call(c.tool, c.args)) for c in calls]
             mstate = canonical_state(ms.db)
         with twin.session() as ts:
-            twin_r = [_twin_call(run, ts, c) for c in calls]
+            twin_r = []
+            deciders = []
+            for c in calls:
+                twin_r.append(response(ts.call(c.tool, c.args)))
+                deciders.append(ts.decided_by)
             tstate = ts.canonical_state()
         replayed.append(calls)
         fam = run.by_family.setdefault(trace.family, [0, 0, 0, 0])
         kind = run.by_kind.setdefault(trace.kind, [0, 0, 0, 0])
-        for step, (call, a, b) in enumerate(zip(calls, mirror_r, twin_r, strict=True)):
+        for step, (call, a, b, decider) in enumerate(zip(calls, mirror_r, twin_r, deciders, strict=True)):
+            if call.tool in SESSION_TOOLS and a["ok"] and b["ok"]:
+                run.session_calls += 1
+                continue
             tool = call.tool if call.tool in world.tools_by_name else "(unknown tool)"
             bucket = run.by_tool.setdefault(tool, [0, 0])
+            who = run.by_decider.setdefault(decider, [0, 0])
+            per_tool = run.decider_tools.setdefault(decider, {})
+            per_tool[tool] = per_tool.get(tool, 0) + 1
             run.calls += 1
             bucket[1] += 1
             fam[1] += 1
             kind[1] += 1
+            who[1] += 1
             found = compare(a, b)
             if found is None:
                 run.agreed += 1
                 bucket[0] += 1
                 fam[0] += 1
                 kind[0] += 1
+                who[0] += 1
+                if not a["ok"]:
+                    run.messages[1] += 1
+                    run.messages[0] += int(a["message"] == b["message"])
                 continue
             div = Divergence(trace.name, found[0], trace.family, step, call.tool, call.args, found[1], a, b)
             signature = (found[0], call.tool)
@@ -268,35 +333,42 @@ def run_fidelity(
             run.gold_final[0] += int(same)
         if progress is not None:
             progress(len(calls))
-    run.mirror_seconds = _mirror_timing(world, replayed)
+    _time_both(run, world, twin, replayed)
     run.seconds = time.perf_counter() - started
     return run
 
 
-def _twin_call(run: FidelityRun, session: Any, call: ToolCall) -> dict[str, Any]:
-    """Run one call on the twin, adding its time to the run (the mirror's is taken by :func:`_mirror_timing`)."""
-    t0 = time.perf_counter()
-    result = session.call(call.tool, call.args)
-    run.twin_seconds += time.perf_counter() - t0
-    return response(result)
+SPEED_CALLS = 300
+"""About how many calls the speed sample holds."""
+SPEED_REPEATS = 3
+"""How many times each sampled trace is replayed on each backend (the best counts)."""
 
 
-MIRROR_REPEATS = 3
-
-
-def _mirror_timing(world: World, traces: list[list[ToolCall]]) -> float:
-    """The mirror's time for every trace's calls: per trace, the best of a few replays on fresh sessions."""
-    gc.collect()
-    total = 0.0
-    for calls in traces:
-        best = float("inf")
-        for _ in range(MIRROR_REPEATS):
-            with world.session() as s:
-                call = s.call
-                t0 = time.perf_counter()
-                for c in calls:
-                    call(c.tool, c.args)
-                spent = time.perf_counter() - t0
-            best = min(best, spent)
-        total += best
-    return total
+def _time_both(run: FidelityRun, world: World, twin: TwinBackend, traces: list[list[ToolCall]]) -> None:
+    """Time a sample of the traces the same way on both backends (see the module docstring)."""
+    total = sum(len(t) for t in traces)
+    step = max(1, -(-total // SPEED_CALLS))
+    sample = [t for t in traces[::step] if t]
+    for calls in sample:
+        for side, open_session in (("mirror", world.session), ("twin", twin.session)):
+            best_wall = best_cpu = float("inf")
+            for _ in range(SPEED_REPEATS):
+                with open_session() as session:
+                    call = session.call
+                    gc.collect()
+                    gc.disable()
+                    try:
+                        w0, c0 = time.perf_counter(), time.process_time()
+                        for c in calls:
+                            call(c.tool, c.args)
+                        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+                    finally:
+                        gc.enable()
+                best_wall, best_cpu = min(best_wall, wall), min(best_cpu, cpu)
+            if side == "mirror":
+                run.mirror_seconds += best_wall
+                run.mirror_cpu += best_cpu
+            else:
+                run.twin_seconds += best_wall
+                run.twin_cpu += best_cpu
+    run.timed_calls = sum(len(t) for t in sample)

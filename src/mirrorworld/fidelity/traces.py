@@ -10,9 +10,12 @@ state. Sources:
 * ``random`` — seeded random sequences of *plausible* calls, each drawn from
   the state the previous calls left (a quotation to confirm, a waiting
   shipment to ship...), which walk the state machines far from any task;
-* ``invalid`` — seeded random sequences mixing valid calls with bad input
-  (unknown tools, malformed JSON, wrong types, missing or unknown arguments,
-  missing records, invalid emails, out-of-range amounts, illegal transitions);
+* ``invalid`` — seeded random sequences mixing valid calls with bad input:
+  mostly well-formed calls the real system refuses (missing records, records
+  in the wrong state, invalid e-mails and phone numbers, payments above what
+  is due), and a fifth (:data:`INTERFACE_SHARE`) that the shared argument
+  interface refuses before any backend runs (unknown tools, malformed JSON,
+  wrong types, out-of-range values), which tests the interface, not fidelity;
 * ``recorded`` — recorded agent trajectories: a run file written by
   ``mirrorworld run``, or a JSONL file whose lines are
   ``{"name": ..., "calls": [{"tool": ..., "args": {...}}, ...]}``.
@@ -139,7 +142,36 @@ def _pick(rng: random.Random, ids: list[int], fallback: int = 1) -> int:
     return rng.choice(ids) if ids else fallback
 
 
-_EMAILS_BAD = ("not-an-email", "sales@@example.com", "a b@example.com", "x@", "@example.com", "orders@host")
+_EMAILS_BAD = (
+    "not-an-email",
+    "sales@@example.com",
+    "a b@example.com",
+    "x@",
+    "@example.com",
+    "orders@host",
+    "a..b@example.com",
+    "buyer@localhost",
+    "buyer@shop.test",
+    "Buyer <buyer@example.com>",
+    ".lead@example.com",
+)
+_EMAILS_GOOD = (
+    "Buyer.{n}@Client{m}.Example",
+    "buyer+orders{n}@client{m}.example",
+    "ap-{n}@mail.client{m}.example.com",
+    "BUYER{n}@CLIENT{m}.EXAMPLE",
+    "müller{n}@client{m}.example",
+    "o'brien{n}@client{m}.example",
+)
+_PHONES_GOOD = (
+    "+1 212 555 01{n:02d}",
+    "+1 (415) 555-01{n:02d}",
+    "+1.312.555.01{n:02d}",
+    "+44 20 7946 0{n:03d}",
+    "+33 1 42 68 53 {n:02d}",
+    "+1-617-555-01{n:02d}",
+)
+_PHONES_BAD = ("212 555 0142", "+1 555 123 4567", "call me", "+1 212", "555-0199", "+999 1234 5678")
 _STRINGS_HOSTILE = ("'; DROP TABLE sale_sale; --", "%_\\", "ünïcødé ✓", "\x1b[2J")
 
 
@@ -196,11 +228,8 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
         return ToolCall(tool, {"invoice_id": _pick(rng, _ids(s, "SELECT id FROM invoices"))})
     if tool == "add_contact":
         kind = rng.choice(("email", "phone"))
-        value = (
-            f"buyer{rng.randint(1, 999)}@client{rng.randint(1, 99)}.example"
-            if kind == "email"
-            else (f"+1 555 {rng.randint(1000000, 9999999)}")
-        )
+        forms = _EMAILS_GOOD if kind == "email" else _PHONES_GOOD
+        value = rng.choice(forms).format(n=rng.randint(1, 99), m=rng.randint(1, 99))
         return ToolCall(tool, {"party_id": _pick(rng, parties), "kind": kind, "value": value})
     if tool == "create_lead":
         return ToolCall(
@@ -271,8 +300,20 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
     return ToolCall("pay_invoice", {"invoice_id": _pick(rng, _ids(s, "SELECT id FROM invoices")), "amount": "10.00"})
 
 
+INTERFACE_SHARE = 0.2
+"""The share of bad calls that the argument interface refuses (mirror code both backends share);
+the rest are refusals the real system makes (states, missing records, invalid contacts, amounts)."""
+
+
 def _invalid_call(rng: random.Random, s: Session) -> ToolCall:
-    kind = rng.randrange(14)
+    if rng.random() < INTERFACE_SHARE:
+        return _interface_call(rng, s)
+    return _refused_call(rng, s)
+
+
+def _interface_call(rng: random.Random, s: Session) -> ToolCall:
+    """Bad input the shared argument interface refuses before any backend runs."""
+    kind = rng.randrange(8)
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
     if kind == 0:
         return ToolCall(rng.choice(("delete_everything", "get_sales", "")), {})
@@ -281,57 +322,86 @@ def _invalid_call(rng: random.Random, s: Session) -> ToolCall:
             rng.choice(("get_sale", "add_line", "quote_sale")), rng.choice(("{not json", "[1, 2]", '{"sale_id": '))
         )
     if kind == 2:
-        return ToolCall("get_sale", {"sale_id": rng.choice(("abc", True, 1.5, None, [1]))})
+        return ToolCall("get_sale", {"sale_id": rng.choice(("abc", True, 1.5, None, [1], 0, -4))})
     if kind == 3:
-        return ToolCall(
-            rng.choice(("confirm_sale", "cancel_sale", "get_sale")), {"sale_id": rng.choice((0, -4, 99999))}
-        )
-    if kind == 4:
-        return ToolCall(
-            "add_contact", {"party_id": _pick(rng, parties), "kind": "email", "value": rng.choice(_EMAILS_BAD)}
-        )
-    if kind == 5:
         return ToolCall("add_contact", {"party_id": _pick(rng, parties), "kind": "fax", "value": "123"})
-    if kind == 6:
+    if kind == 4:
         return ToolCall(
             "create_lead",
             {"party_id": _pick(rng, parties), "description": "x", "amount": rng.choice(("-5", "1.234", "lots"))},
         )
-    if kind == 7:
+    if kind == 5:
         sale = _pick(rng, _ids(s, "SELECT id FROM sales WHERE state='draft'"))
         return ToolCall(
             "add_line", {"sale_id": sale, "product_id": 1, "quantity": rng.choice((0, -2, 10**6)), "discount": "0"}
         )
-    if kind == 8:
+    if kind == 6:
         sale = _pick(rng, _ids(s, "SELECT id FROM sales WHERE state='draft'"))
         return ToolCall(
             "add_line",
             {"sale_id": sale, "product_id": 2, "quantity": 1, "discount": rng.choice(("45", "101", "-3", "12.345"))},
         )
-    if kind == 9:
-        sale = _pick(rng, _ids(s, "SELECT id FROM sales WHERE state<>'draft'"))
-        return ToolCall(
-            rng.choice(("quote_sale", "add_line", "request_discount_approval")),
-            {"sale_id": sale} if rng.random() < 0.5 else {"sale_id": sale, "extra": 1},
-        )
-    if kind == 10:
-        posted = s.db.execute("SELECT id, total FROM invoices WHERE state='posted'").fetchall()
-        iid, total = rng.choice(posted) if posted else (1, "1.00")
-        return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(Decimal(total) + Decimal("0.01"))})
-    if kind == 11:
-        done = _ids(s, "SELECT id FROM opportunities WHERE state NOT IN ('lead','opportunity')")
-        return ToolCall(
-            rng.choice(("qualify_lead", "mark_lost")),
-            {"opportunity_id": _pick(rng, done), "reason": "late"}
-            if rng.random() < 0.5
-            else {"opportunity_id": _pick(rng, done)},
-        )
-    if kind == 12:
-        return ToolCall(
-            rng.choice(("search_parties", "search_products")),
-            {"query": rng.choice(("", " x ", "y" * 300, *_STRINGS_HOSTILE))},
-        )
     return ToolCall(
-        rng.choice(("ship_shipment", "post_invoice")),
-        {rng.choice(("shipment_id", "invoice_id")): _pick(rng, _ids(s, "SELECT id FROM shipments WHERE state='done'"))},
+        rng.choice(("search_parties", "search_products")),
+        {"query": rng.choice(("", " x ", "y" * 300, *_STRINGS_HOSTILE))},
     )
+
+
+def _refused_call(rng: random.Random, s: Session) -> ToolCall:
+    """A well-formed call the real system refuses: a record that is missing or in the wrong state, an invalid
+    contact, an amount above what is due."""
+    kind = rng.randrange(10)
+    parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
+    if kind == 0:
+        tool, key = rng.choice(
+            (
+                ("confirm_sale", "sale_id"),
+                ("get_sale", "sale_id"),
+                ("get_invoice", "invoice_id"),
+                ("ship_shipment", "shipment_id"),
+                ("get_opportunity", "opportunity_id"),
+                ("get_party", "party_id"),
+            )
+        )
+        return ToolCall(tool, {key: rng.choice((999, 4321, 99999))})
+    if kind == 1:
+        return ToolCall(
+            "add_contact", {"party_id": _pick(rng, parties), "kind": "email", "value": rng.choice(_EMAILS_BAD)}
+        )
+    if kind == 2:
+        return ToolCall(
+            "add_contact", {"party_id": _pick(rng, parties), "kind": "phone", "value": rng.choice(_PHONES_BAD)}
+        )
+    if kind == 3:
+        sale = _pick(rng, _ids(s, "SELECT id FROM sales WHERE state<>'draft'"))
+        tool = rng.choice(("quote_sale", "add_line", "request_discount_approval"))
+        args: dict[str, Any] = {"sale_id": sale}
+        if tool == "add_line":
+            args |= {"product_id": _pick(rng, _ids(s, "SELECT id FROM products")), "quantity": 1, "discount": "0"}
+        elif tool == "request_discount_approval":
+            args |= {"discount": "15", "reason": "Loyal customer"}
+        return ToolCall(tool, args)
+    if kind == 4:
+        posted = s.db.execute("SELECT id, total, paid FROM invoices WHERE state='posted'").fetchall()
+        iid, total, paid = rng.choice(posted) if posted else (1, "1.00", "0.00")
+        over = Decimal(total) - Decimal(paid) + Decimal(rng.choice(("0.01", "1.00", "250.00")))
+        return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(over)})
+    if kind == 5:
+        done = _ids(s, "SELECT id FROM opportunities WHERE state NOT IN ('lead','opportunity')")
+        tool = rng.choice(("qualify_lead", "mark_lost"))
+        args = {"opportunity_id": _pick(rng, done)}
+        if tool == "mark_lost":
+            args["reason"] = "late"
+        return ToolCall(tool, args)
+    if kind == 6:
+        not_draft = _ids(s, "SELECT id FROM invoices WHERE state<>'draft'")
+        return ToolCall("post_invoice", {"invoice_id": _pick(rng, not_draft)})
+    if kind == 7:
+        not_posted = _ids(s, "SELECT id FROM invoices WHERE state<>'posted'")
+        return ToolCall("pay_invoice", {"invoice_id": _pick(rng, not_posted), "amount": "10.00"})
+    if kind == 8:
+        tool, state = rng.choice((("confirm_sale", "quotation"), ("cancel_sale", "draft','quotation")))
+        others = _ids(s, f"SELECT id FROM sales WHERE state NOT IN ('{state}')")
+        return ToolCall(tool, {"sale_id": _pick(rng, others)})
+    done = _ids(s, "SELECT id FROM shipments WHERE state<>'waiting'")
+    return ToolCall("ship_shipment", {"shipment_id": _pick(rng, done)})

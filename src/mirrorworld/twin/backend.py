@@ -15,7 +15,16 @@ opens a :class:`TwinSession`, which is to the twin what
   closing the session rolls the whole episode back, so the twin's database is
   never changed by a session and every session starts from the same state;
 * ``canonical_state()`` exports the business state in the same canonical form
-  as the mirror's :func:`~mirrorworld.worlds.sales.world.canonical_state`.
+  as the mirror's :func:`~mirrorworld.worlds.sales.world.canonical_state`;
+* ``decided_by`` says who decided the last call's outcome (:data:`DECIDERS`):
+  ``real`` — Tryton: its models answered, its workflow, validation or wizard
+  accepted or refused; ``adapter`` — a rule of the desk's that the adapter
+  applies to Tryton's state (discount approvals, which Tryton has no notion
+  of, and all-or-nothing shipping); ``shared`` — mirror code both backends
+  run: the argument interface (unknown tools, argument validation, the
+  ``rules.py`` checks and text cleaning) and the calls the session answers
+  itself (``get_policy``, ``respond``). A refusal is attributed to the code
+  that raised it: the module of the innermost frame of the exception.
 
 Tryton holds process-wide state, so a process runs one twin backend and one
 session at a time (enforced).
@@ -42,6 +51,10 @@ from mirrorworld.twin import tryton
 __all__ = ["TwinBackend", "TwinSession"]
 
 DB_NAME = "twin"
+DECIDERS = ("real", "adapter", "shared")
+"""Who decides a twin call's outcome, from the most to the least faithful (see the module docstring)."""
+ADAPTER_TOOLS = frozenset({"request_discount_approval"})
+"""Tools whose success the adapter makes (approvals are the desk's, kept as notes on the sale)."""
 _ACTIVE: list[TwinBackend] = []
 
 
@@ -114,6 +127,7 @@ class TwinSession:
         self.done = False
         self.final_message: str | None = None
         self.commit_on_close = commit_on_close
+        self.decided_by = "shared"
         with tryton.quiet():
             from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
 
@@ -132,6 +146,7 @@ class TwinSession:
 
         if self.closed:
             raise MirrorworldError("twin session is closed")
+        self.decided_by = "shared"
         if self.done:
             return _error(ToolError("episode_over", "the episode has ended"))
         spec = self.world.tools_by_name.get(tool) if isinstance(tool, str) else None
@@ -151,9 +166,9 @@ class TwinSession:
             return ToolResult(True, {"sent": True}, done=True)
         if spec.name == "get_policy":
             return ToolResult(True, {"policy": self.world.policy})
-        return self._run(TOOLS[spec.name], kwargs)
+        return self._run(TOOLS[spec.name], kwargs, spec.name)
 
-    def _run(self, func: Any, kwargs: dict[str, Any]) -> ToolResult:
+    def _run(self, func: Any, kwargs: dict[str, Any], name: str) -> ToolResult:
         from mirrorworld.twin.sales import ERROR_CODES
 
         with tryton.quiet():
@@ -174,6 +189,7 @@ class TwinSession:
                 for cache in self._tx.cache.values():
                     cache.clear()
                 Cache.rollback(self._tx)
+                self.decided_by = _decider(exc)
                 if isinstance(exc, ToolError):
                     return _error(exc)
                 code = ERROR_CODES.get(type(exc).__name__, "validation_error")
@@ -183,6 +199,7 @@ class TwinSession:
                 cursor.execute("RELEASE mw_call")
                 raise
             cursor.execute("RELEASE mw_call")
+        self.decided_by = "adapter" if name in ADAPTER_TOOLS else "real"
         return ToolResult(True, data)
 
     # -- state --------------------------------------------------------------
@@ -213,6 +230,20 @@ class _Everything(set[str]):
 
     def __contains__(self, item: object) -> bool:
         return True
+
+
+def _decider(exc: BaseException) -> str:
+    """Who refused: an explicit mark, else the module that raised the exception (see the module docstring)."""
+    marked = getattr(exc, "decided_by", None)
+    if marked in DECIDERS:
+        return str(marked)
+    if not isinstance(exc, ToolError):
+        return "real"  # Tryton's UserError or UserWarning
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
+    return "real" if module == "mirrorworld.twin.sales" else "shared"
 
 
 def _error(err: ToolError) -> ToolResult:

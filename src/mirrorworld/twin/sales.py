@@ -35,7 +35,11 @@ from mirrorworld.worlds.sales.rules import (
 
 __all__ = ["ERROR_CODES", "TOOLS", "canonical_state", "context"]
 
-ERROR_CODES = {"PayInvoiceError": "policy_refused", "AccessButtonError": "invalid_state", "AccessError": "invalid_state"}
+ERROR_CODES = {
+    "PayInvoiceError": "policy_refused",
+    "AccessButtonError": "invalid_state",
+    "AccessError": "invalid_state",
+}
 """Tryton error classes whose refusal maps to another code than ``validation_error``."""
 
 APPROVAL_PREFIX = "discount approval: "
@@ -557,9 +561,44 @@ def canonical_state(pool: Any) -> dict[str, Any]:
     Product = pool.get("product.product")
     products = Product.search([], order=[("id", "ASC")])
     stock = _on_hand(pool, products)
+    Move = pool.get("stock.move")
+    shipped: dict[int, int] = {}
+    for m in Move.search([("state", "=", "done"), ("to_location.type", "=", "customer")]):
+        shipped[m.product.id] = shipped.get(m.product.id, 0) + int(m.quantity)
     for p in products:
-        out[f"product:{p.id}"] = {"on_hand": stock[p.id]}
+        out[f"product:{p.id}"] = {"on_hand": stock[p.id], "shipped": shipped.get(p.id, 0)}
+    out["ledger"] = _ledger(pool)
     return out
+
+
+def _ledger(pool: Any) -> dict[str, Any]:
+    """The books as Tryton's account move lines hold them, in the mirror's ledger form."""
+    from mirrorworld.worlds.sales.world import _dec
+
+    Line = pool.get("account.move.line")
+    Tax = pool.get("account.tax")
+    Method = pool.get("account.invoice.payment.method")
+    tax_accounts = {t.invoice_account.id for t in Tax.search([]) if t.invoice_account}
+    cash_accounts = {m.debit_account.id for m in Method.search([]) if m.debit_account}
+    receivable: dict[int, Decimal] = {}
+    revenue = tax = cash = Decimal(0)
+    for ln in Line.search([], order=[("id", "ASC")]):
+        amount = Decimal(ln.debit) - Decimal(ln.credit)
+        kind = ln.account.type
+        if kind is not None and kind.receivable:
+            receivable[ln.party.id] = receivable.get(ln.party.id, Decimal(0)) + amount
+        elif ln.account.id in tax_accounts:
+            tax -= amount
+        elif kind is not None and kind.revenue:
+            revenue -= amount
+        elif ln.account.id in cash_accounts:
+            cash += amount
+    return {
+        "receivable": {str(p): _dec(v) for p, v in sorted(receivable.items())},
+        "revenue": _dec(revenue),
+        "tax": _dec(tax),
+        "cash": _dec(cash),
+    }
 
 
 TOOLS: dict[str, Any] = {

@@ -104,9 +104,42 @@ def canonical_state(db: sqlite3.Connection) -> dict[str, Any]:
         out[f"opportunity:{oid}"] = _opportunity_view(db, oid)
     for (sid,) in db.execute("SELECT id FROM sales ORDER BY id").fetchall():
         out[f"sale:{sid}"] = _sale_view(db, sid)
+    shipped = dict(
+        db.execute(
+            "SELECT l.product_id, SUM(l.quantity) FROM sale_lines l JOIN shipments s ON s.sale_id = l.sale_id "
+            "WHERE s.state = 'done' GROUP BY l.product_id"
+        ).fetchall()
+    )
     for pid, on_hand in db.execute("SELECT id, on_hand FROM products ORDER BY id").fetchall():
-        out[f"product:{pid}"] = {"on_hand": on_hand}
+        out[f"product:{pid}"] = {"on_hand": on_hand, "shipped": shipped.get(pid, 0)}
+    out["ledger"] = _ledger(db)
     return out
+
+
+def _ledger(db: sqlite3.Connection) -> dict[str, Any]:
+    """The accounting side effects: what posted invoices and payments put on the books.
+
+    ``receivable`` per customer (invoiced and not yet paid) and, for the
+    company, ``revenue`` (untaxed amounts), ``tax`` collected and ``cash``
+    received; the twin reads the same figures off Tryton's account move lines.
+    """
+    rows = db.execute(
+        "SELECT s.party_id, i.untaxed, i.tax, i.total, i.paid FROM invoices i JOIN sales s ON s.id = i.sale_id "
+        "WHERE i.state IN ('posted', 'paid') ORDER BY i.id"
+    ).fetchall()
+    receivable: dict[int, Decimal] = {}
+    revenue = tax = cash = Decimal(0)
+    for party, untaxed, taxed, total, paid in rows:
+        receivable[party] = receivable.get(party, Decimal(0)) + Decimal(total) - Decimal(paid)
+        revenue += Decimal(untaxed)
+        tax += Decimal(taxed)
+        cash += Decimal(paid)
+    return {
+        "receivable": {str(p): _dec(v) for p, v in sorted(receivable.items())},
+        "revenue": _dec(revenue),
+        "tax": _dec(tax),
+        "cash": _dec(cash),
+    }
 
 
 class SalesWorld(World):
