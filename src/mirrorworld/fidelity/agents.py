@@ -33,6 +33,7 @@ agent that misses it.
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -248,21 +249,29 @@ def gap_lines(data: dict[str, Any]) -> list[str]:
     lines.append(f"verdicts that differ between mirror and twin: {len(differences)}")
     for agent, d in differences:
         lines.append(
-            f"  {agent} {d['task']} (episode {d['index']}): mirror {_verdict(d['mirror'])}, twin {_verdict(d['twin'])}"
-            + (" (the agent's calls differ)" if d["calls_differ"] else "")
+            f"  {agent} {d['task']} #{d['index']}: mirror {_verdict(d['mirror'])}, twin {_verdict(d['twin'])}"
+            + (", calls differ" if d["calls_differ"] else "")
         )
         for g in d["gates"]:
             lines.append(f"    {g['gate']}: mirror {_verdict(g['mirror'])}, twin {_verdict(g['twin'])}")
-            lines += [f"      mirror only: {e}" for e in g["mirror_only"]]
-            lines += [f"      twin only: {e}" for e in g["twin_only"]]
+            for side in ("mirror", "twin"):
+                for evidence in g[f"{side}_only"]:
+                    lines += _wrapped(f"{side} only: {evidence}", "      ")
     errored = [(a["agent"], e) for a in data["agents"] for e in a["errored"]]
     if errored:
         lines.append(f"episodes errored on a backend (left out of both): {len(errored)}")
         for agent, e in errored:
             for side in ("mirror", "twin"):
                 if e[side]:
-                    lines.append(f"  {agent} {e['task']} (episode {e['index']}) on the {side}: {e[side]}")
+                    lines += _wrapped(f"{agent} {e['task']} #{e['index']} on the {side}: {e[side]}", "  ")
     return lines
+
+
+def _wrapped(text: str, indent: str) -> list[str]:
+    """``text`` in lines of at most 80 columns, every word kept (evidence quotes records whole)."""
+    return textwrap.wrap(
+        text, 80, initial_indent=indent, subsequent_indent=indent + "  ", break_long_words=True, break_on_hyphens=False
+    ) or [indent]
 
 
 def agents_html(data: dict[str, Any]) -> str:
