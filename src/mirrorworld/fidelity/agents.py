@@ -45,7 +45,7 @@ from mirrorworld.ship.compare import RESAMPLES, comparison
 if TYPE_CHECKING:
     from mirrorworld.fidelity.episode import Twin
 
-__all__ = ["GAP_BAR", "agent_gap", "agents_html", "agents_page", "failed_bars", "gap_lines", "measure_gap"]
+__all__ = ["GAP_BAR", "agent_gap", "agents_html", "failed_bars", "gap_lines", "measure_gap"]
 
 GAP_BAR = 0.02
 """The largest gap (twin minus mirror pass rate, over all families) an agent may show."""
@@ -334,21 +334,3 @@ def agents_html(data: dict[str, Any]) -> str:
     if errored:
         out.append(f"<h3>Errored episodes ({len(errored)}), left out of both sides</h3><ul>{''.join(errored)}</ul>")
     return "\n".join(out)
-
-
-_STYLE = (
-    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
-    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.bad{background:#ffebe9}.ok{background:#dafbe1}"
-)
-
-
-def agents_page(data: dict[str, Any]) -> str:
-    """A self-contained HTML page of an agent-level run (``mirrorworld fidelity --agents ... --html FILE``),
-    styled as the call-level page (:func:`mirrorworld.fidelity.report.fidelity_html`)."""
-    e = html.escape
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>mirrorworld fidelity: agents</title>
-<style>{_STYLE}</style></head><body>
-<h1>Fidelity of {e(str(data["world"]))}: agents on the mirror and on the real twin</h1>
-{agents_html(data)}
-</body></html>
-"""

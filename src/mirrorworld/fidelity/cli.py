@@ -94,8 +94,9 @@ RANDOM_LENGTH = 20
 def cmd_agents(args: argparse.Namespace) -> int:
     """``mirrorworld fidelity --agents``: the agent-level sim-to-real gap (:mod:`mirrorworld.fidelity.agents`)."""
     from mirrorworld.agents import make_agent
-    from mirrorworld.fidelity.agents import agents_page, gap_lines, measure_gap
+    from mirrorworld.fidelity.agents import gap_lines, measure_gap
     from mirrorworld.fidelity.episode import Twin
+    from mirrorworld.fidelity.report import agents_page
     from mirrorworld.inert import inert
     from mirrorworld.run.backends import twin_refusal
     from mirrorworld.twin.db import ensure, parse_options

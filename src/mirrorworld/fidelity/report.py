@@ -15,7 +15,7 @@ from typing import Any
 
 from mirrorworld.fidelity.harness import FidelityRun
 
-__all__ = ["QUALITY_BARS", "drift_lines", "failed_bars", "fidelity_html", "summary_lines", "to_dict"]
+__all__ = ["QUALITY_BARS", "agents_page", "drift_lines", "failed_bars", "fidelity_html", "summary_lines", "to_dict"]
 
 QUALITY_BARS = {
     "gold_final_state": 1.0,
@@ -249,6 +249,25 @@ def _twin_html(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+_STYLE = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.bad,.regressed{background:#ffebe9}
+.ok,.improved{background:#dafbe1}"""
+"""The style of both fidelity pages."""
+
+
+def agents_page(data: dict[str, Any]) -> str:
+    """The self-contained page of an agent-level run (``mirrorworld fidelity --agents ... --html FILE``):
+    :func:`mirrorworld.fidelity.agents.agents_html` in the call-level page's style."""
+    from mirrorworld.fidelity.agents import agents_html
+
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>mirrorworld fidelity: agents</title>
+<style>{_STYLE}</style></head><body>
+<h1>Fidelity of {html.escape(str(data["world"]))}: agents on the mirror and on the real twin</h1>
+{agents_html(data)}
+</body></html>
+"""
+
+
 def fidelity_html(data: dict[str, Any]) -> str:
     """A self-contained HTML report (with the twin's options and, given a baseline, the comparison with it)."""
     e = html.escape
@@ -276,9 +295,7 @@ def fidelity_html(data: dict[str, Any]) -> str:
         for k, v in data["by_decider"].items()
     )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>mirrorworld fidelity</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}.bad,.regressed{{background:#ffebe9}}
-.ok,.improved{{background:#dafbe1}}</style></head><body>
+<style>{_STYLE}</style></head><body>
 <h1>Fidelity of {e(data["world"])}</h1>
 <p>Twin: Tryton {e(data["twin_versions"].get("trytond", "?"))}. Calls replayed: {data["calls"]};
 agreeing: {data["agreed"]} ({data["call_agreement"]:.2%}). Gold solutions with the same final state:
