@@ -14,7 +14,6 @@ every world shares (images, sessions, task lookup, gold replay, hashing).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import random
@@ -159,12 +158,23 @@ class Prepared:
     clock: str | None = None
 
 
-@functools.lru_cache(maxsize=1024)
-def _setup_sql(insert: bool, table: str, names: tuple[str, ...]) -> str:
-    """The statement of a setup write (tasks of a family share a few shapes)."""
+def _setup_sql(insert: bool, table: str, names: tuple[str, ...], nulls: tuple[str, ...]) -> str:
+    """The statement of a setup write; the columns in ``nulls`` are written as ``NULL`` literals.
+
+    Python's ``sqlite3`` binds a ``None`` parameter through its adaptation
+    protocol, which fails and formats an error for it before binding NULL:
+    that costs as much as binding the rest of a row, so a setup row's many
+    empty columns are spelled in the statement instead (and a task writes a
+    few such shapes, each compiled once).
+    """
+    marks = ["NULL" if n in nulls else "?" for n in names]
     if insert:
-        return f"INSERT INTO {table} ({','.join(names)}) VALUES ({','.join('?' * len(names))})"
-    return f"UPDATE {table} SET {','.join(f'{n}=?' for n in names)} WHERE rowid=?"
+        return f"INSERT INTO {table} ({','.join(names)}) VALUES ({','.join(marks)})"
+    return f"UPDATE {table} SET {','.join(f'{n}={m}' for n, m in zip(names, marks, strict=True))} WHERE rowid=?"
+
+
+SETUP_SHAPES = 1024
+"""Most distinct setup-write shapes (operation, table, columns) a world keeps compiled."""
 
 
 @dataclass(frozen=True)
@@ -221,6 +231,7 @@ class World(ABC):
         self._tasks: OrderedDict[tuple[str, int], Task] = OrderedDict()
         self._gold: OrderedDict[str, GoldOutcome] = OrderedDict()
         self._prepared: OrderedDict[int, Prepared] = OrderedDict()
+        self._setup_shapes: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], tuple[str, bool]] = {}
         self.tools: tuple[ToolSpec, ...] = tuple(self.declare_tools())
         self.tools_by_name: dict[str, ToolSpec] = {t.name: t for t in self.tools}
         if len(self.tools_by_name) != len(self.tools):
@@ -467,22 +478,41 @@ class World(ABC):
         if hit is not None and hit.task is task:
             return hit
         statements = []
-        image = self.image
+        shapes = self._setup_shapes
+        moves_clock = False
         for op in task.setup:
-            cols = image.columns.get(op.table)
-            if cols is None or not set(op.values) <= set(cols):
-                raise TaskError(f"{task.id}: setup writes unknown table or columns in {op.table}")
-            names = tuple(op.values)
-            values = tuple(op.values[n] for n in names)
-            sql = _setup_sql(op.op == "insert", op.table, names)
+            # The tasks of a family write a few shapes of row: each is checked and compiled once.
+            values = tuple(op.values.values())
+            nulls: tuple[str, ...] = ()
+            if None in values:
+                nulls = tuple([n for n, v in op.values.items() if v is None])
+                values = tuple([v for v in values if v is not None])
+            form = (op.op, op.table, tuple(op.values), nulls)
+            shape = shapes.get(form)
+            if shape is None:
+                shape = self._setup_shape(task, *form)
+                if len(shapes) < SETUP_SHAPES:
+                    shapes[form] = shape
+            sql, untracked = shape
+            moves_clock = moves_clock or untracked
             statements.append((sql, values) if op.op == "insert" else (sql, (*values, op.pk)))
         prep = Prepared(task, statements)
-        if not any(op.table in image.untracked for op in task.setup):
+        if not moves_clock:
             prep.clock = self._epoch_clock  # the setup leaves the clock as the image has it
         self._prepared[key] = prep
         if len(self._prepared) > 4096:
             self._prepared.popitem(last=False)
         return prep
+
+    def _setup_shape(
+        self, task: Task, op: str, table: str, names: tuple[str, ...], nulls: tuple[str, ...]
+    ) -> tuple[str, bool]:
+        """The statement of one shape of setup write, and whether its table is untracked (checked against the image)."""
+        image = self.image
+        cols = image.columns.get(table)
+        if cols is None or not set(names) <= set(cols):
+            raise TaskError(f"{task.id}: setup writes unknown table or columns in {table}")
+        return _setup_sql(op == "insert", table, names, nulls), table in image.untracked
 
     @cached_property
     def _epoch_clock(self) -> str | None:

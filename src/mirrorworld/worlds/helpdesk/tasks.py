@@ -9,6 +9,7 @@ facts. Customer-facing families end with ``respond``; back-office work orders
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Sequence
@@ -41,6 +42,12 @@ def _at(delta: timedelta) -> str:
     return (EPOCH_DT - delta).strftime(TIME)
 
 
+@functools.lru_cache(maxsize=512)
+def _ticket_times(created: timedelta, priority: str) -> tuple[str, str]:
+    """A new ticket's creation time and SLA due time (families use a handful of ages, hence the cache)."""
+    return _at(created), (EPOCH_DT - created + timedelta(hours=SLA_HOURS[priority])).strftime(TIME)
+
+
 def _money(cents: int) -> str:
     return f"{cents // 100}.{cents % 100:02d}"
 
@@ -53,6 +60,11 @@ def _customer(image: Image, customer_id: int) -> dict[str, Any]:
     cols = ("id", "name", "email", "phone", "zip", "tier")
     row = image.query(f"SELECT {', '.join(cols)} FROM customers WHERE id=?", (customer_id,))[0]
     return dict(zip(cols, row, strict=True))
+
+
+def _teams(image: Image) -> dict[str, int]:
+    """Each queue's team id (read once per image)."""
+    return image.derived(_teams, lambda im: {str(q): int(i) for q, i in im.query("SELECT queue, id FROM teams")})
 
 
 def _any_customer(image: Image, rng: random.Random) -> dict[str, Any]:
@@ -82,8 +94,7 @@ def _ticket_ops(
     channel: str = "chat",
 ) -> list[SetupOp]:
     prio = priority or TIER_FLOOR[customer["tier"]]
-    created_at = _at(created)
-    sla = (EPOCH_DT - created + timedelta(hours=SLA_HOURS[prio])).strftime(TIME)
+    created_at, sla = _ticket_times(created, prio)
     return [
         SetupOp(
             "insert",
@@ -354,7 +365,8 @@ class Triage(TaskFamily):
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
         customers = image.query("SELECT id FROM customers ORDER BY id")
-        team_ids = {q: int(image.query("SELECT id FROM teams WHERE queue=?", (q,))[0][0]) for q in QUEUES}
+        teams = _teams(image)
+        team_ids = {q: teams[q] for q in QUEUES}
         first_tid, first_mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
         setup: list[SetupOp] = []
         gold: list[ToolCall] = []
@@ -428,8 +440,8 @@ class SlaEscalation(TaskFamily):
         prio = triage_priority(category, customer["tier"])
         hours = SLA_HOURS[prio] + rng.randint(6, 40)
         queue = CATEGORY_ROUTING[category][0]
-        team_id = int(image.query("SELECT id FROM teams WHERE queue=?", (queue,))[0][0])
-        esc_id = int(image.query("SELECT id FROM teams WHERE queue='escalations'")[0][0])
+        teams = _teams(image)
+        team_id, esc_id = teams[queue], teams["escalations"]
         tid, mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
         setup = _ticket_ops(
             tid,
@@ -490,7 +502,7 @@ class MergeDuplicates(TaskFamily):
         category = rng.choice(("shipping", "returns", "technical"))
         subject, body = rng.choice(TICKET_TEMPLATES[category])
         queue = CATEGORY_ROUTING[category][0]
-        team_id = int(image.query("SELECT id FROM teams WHERE queue=?", (queue,))[0][0])
+        team_id = _teams(image)[queue]
         prio = triage_priority(category, customer["tier"])
         old, new = _next_id(image, "tickets"), _next_id(image, "tickets", 2)
         mid = _next_id(image, "ticket_messages")
@@ -655,6 +667,18 @@ def _kb_figures(image: Image) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
+def _kb_values(image: Image) -> dict[str, frozenset[str]]:
+    """Every figure the KB questions can ask for, by kind: the distractors of an answer (read once per image)."""
+
+    def build(im: Image) -> dict[str, frozenset[str]]:
+        kinds: dict[str, set[str]] = {}
+        for _prefix, _question, _pattern, kind, value in _kb_figures(im):
+            kinds.setdefault(kind, set()).add(value)
+        return {k: frozenset(v) for k, v in kinds.items()}
+
+    return image.derived(_kb_values, build)
+
+
 class KnowledgeAnswer(TaskFamily):
     name = "kb_answer"
     description = "Answer a policy question with the exact figure from the knowledge base."
@@ -669,9 +693,7 @@ class KnowledgeAnswer(TaskFamily):
         value = m.group(1)
         sentence = next(s for s in body.split(". ") if m.group(0) in s).rstrip(".")
         fact_kind: Literal["money", "number"] = "money" if kind == "money" else "number"
-        distractors = sorted(
-            {v for _p, _q, _pat, k, v in _kb_figures(image) if k == kind} - {value}, key=lambda v: Decimal(v)
-        )
+        distractors = sorted(_kb_values(image).get(kind, frozenset()) - {value}, key=Decimal)
         customer = _any_customer(image, rng)
         tid, mid = _next_id(image, "tickets"), _next_id(image, "ticket_messages")
         return Task(

@@ -156,14 +156,17 @@ class HelpdeskWorld(World):
         if task is None:
             return ()
         tools = {c.tool for c in task.gold}
+        identity, approval = "verify_identity" in tools, "request_approval" in tools
+        if not (identity or approval):
+            return ()
         marks: list[bool] = []
         with session.borrow() as db:
-            if "verify_identity" in tools and task.customer_id is not None:
+            if identity and task.customer_id is not None:
                 row = db.execute(
                     "SELECT 1 FROM identity_checks WHERE customer_id=? AND passed=1 LIMIT 1", (task.customer_id,)
                 ).fetchone()
                 marks.append(row is not None)
-            if "request_approval" in tools:
+            if approval:
                 orders = [ident for kind, ident in task.targets if kind == "order"]
                 row = (
                     db.execute(
