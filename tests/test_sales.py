@@ -106,6 +106,9 @@ def test_quote_needs_an_address() -> None:
     )[0][0]
     with WORLD.session() as s:
         sale = _call(s, "create_quotation", party_id=prospect)["data"]["sale_id"]  # type: ignore[index]
+        empty = _call(s, "quote_sale", sale_id=sale)["error"]
+        assert empty["code"] == "invalid_state"  # a sale without lines cannot be quoted at all  # type: ignore[index]
+        assert _call(s, "add_line", sale_id=sale, product_id=1, quantity=1)["ok"]
         error = _call(s, "quote_sale", sale_id=sale)["error"]
         assert error["code"] == "validation_error"  # type: ignore[index]
         assert "invoice address" in error["message"]  # type: ignore[index]

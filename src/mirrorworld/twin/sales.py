@@ -228,6 +228,7 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
             "state": sale.state,
             "invoice_state": sale.invoice_state,
             "shipment_state": sale.shipment_state,
+            "opportunity_id": _opportunity_of(sale),
             "untaxed_amount": untaxed,
             "tax_amount": tax,
             "total_amount": total,
@@ -249,6 +250,11 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
             for i in sorted(sale.invoices, key=lambda i: i.id)
         ],
     }
+
+
+def _opportunity_of(sale: Any) -> int | None:
+    origin = sale.origin
+    return int(origin.id) if origin is not None and origin.__name__ == "sale.opportunity" else None
 
 
 def list_sales(pool: Any, party_id: int) -> dict[str, Any]:
@@ -347,6 +353,13 @@ def mark_lost(pool: Any, opportunity_id: int, reason: str) -> dict[str, Any]:
     return {"opportunity_id": fresh.id, "number": fresh.number, "state": fresh.state}
 
 
+def convert_opportunity(pool: Any, opportunity_id: int) -> dict[str, Any]:
+    opp = _get(pool, "sale.opportunity", "opportunity", opportunity_id)
+    fresh = _transition(pool, opp, "convert", "converted", "opportunity_workflow")
+    (sale,) = fresh.sales
+    return {"opportunity_id": fresh.id, "number": fresh.number, "state": fresh.state, "sale_id": sale.id}
+
+
 def create_quotation(pool: Any, party_id: int, description: str) -> dict[str, Any]:
     party = _get(pool, "party.party", "party", party_id)
     description = clean_text(description, "description", 200)
@@ -414,6 +427,23 @@ def quote_sale(pool: Any, sale_id: int) -> dict[str, Any]:
         "state": fresh.state,
         "total_amount": money(fresh.total_amount),
     }
+
+
+def reopen_sale(pool: Any, sale_id: int) -> dict[str, Any]:
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    fresh = _transition(pool, sale, "draft", "draft", "sale_workflow")
+    return {"sale_id": fresh.id, "number": fresh.number, "state": fresh.state}
+
+
+def remove_line(pool: Any, sale_id: int, line_id: int) -> dict[str, Any]:
+    _get(pool, "sale.sale", "sale", sale_id)
+    found = pool.get("sale.line").search([("id", "=", line_id), ("sale", "=", sale_id)], limit=1)
+    if not found:
+        raise ToolError("not_found", f"no sale line {line_id} on sale {sale_id}")
+    (line,) = found
+    pool.get("sale.line").delete([line])  # Tryton refuses unless the sale is a draft or cancelled
+    untaxed, tax, total = _amounts(_reload(pool, "sale.sale", sale_id))
+    return {"sale_id": sale_id, "untaxed_amount": untaxed, "tax_amount": tax, "total_amount": total}
 
 
 def confirm_sale(pool: Any, sale_id: int) -> dict[str, Any]:
@@ -553,6 +583,7 @@ def canonical_state(pool: Any) -> dict[str, Any]:
             "state": s.state,
             "invoice_state": s.invoice_state,
             "shipment_state": s.shipment_state,
+            "opportunity": _opportunity_of(s),
             "lines": lines,
             "approvals": sorted(_dec(d) for _i, d, _r in _approvals(pool, s)),
             "shipments": [sh.state for sh in sorted(s.shipments, key=lambda x: x.id)],
@@ -616,10 +647,13 @@ TOOLS: dict[str, Any] = {
         create_lead,
         qualify_lead,
         mark_lost,
+        convert_opportunity,
         create_quotation,
         request_discount_approval,
         add_line,
+        remove_line,
         quote_sale,
+        reopen_sale,
         confirm_sale,
         cancel_sale,
         ship_shipment,

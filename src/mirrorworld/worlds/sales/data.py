@@ -304,6 +304,7 @@ def generate(
     conn.executemany("INSERT INTO contacts VALUES (?,?,?,?)", master.contacts)
     conn.executemany("INSERT INTO products VALUES (?,?,?,?,?)", master.products)
     conn.executemany("INSERT INTO sequences VALUES (?, 1)", [("sale",), ("opportunity",), ("invoice",)])
+    conn.execute("INSERT INTO counters VALUES ('sale_line', 1)")
     db = _GenDb(conn, parameters)
 
     def due(invoice_id: int) -> Decimal:

@@ -54,9 +54,11 @@ CREATE TABLE sales (
     description     TEXT NOT NULL,
     state           TEXT NOT NULL CHECK (state IN ('draft', 'quotation', 'confirmed', 'processing', 'done', 'cancelled')),
     invoice_state   TEXT NOT NULL,
-    shipment_state  TEXT NOT NULL
+    shipment_state  TEXT NOT NULL,
+    opportunity_id  INTEGER REFERENCES opportunities(id)  -- the opportunity converted into this sale
 );
 CREATE INDEX sales_party ON sales(party_id);
+CREATE INDEX sales_opportunity ON sales(opportunity_id);
 
 CREATE TABLE sale_lines (
     id          INTEGER PRIMARY KEY,
@@ -96,6 +98,12 @@ CREATE TABLE invoices (
 CREATE INDEX invoices_sale ON invoices(sale_id);
 
 CREATE TABLE sequences (
+    name TEXT PRIMARY KEY,
+    next INTEGER NOT NULL
+);
+
+-- Record ids the system draws and never reuses, even after a delete (sale lines can be removed).
+CREATE TABLE counters (
     name TEXT PRIMARY KEY,
     next INTEGER NOT NULL
 );

@@ -370,6 +370,133 @@ class CancelQuotation(TaskFamily):
         )
 
 
+def _sale_lines(image: Image, sale_id: int) -> list[tuple[int, int, int, str, str]]:
+    """(line id, product id, quantity, unit price, discount) of a sale's lines, in id order."""
+    rows = image.query(
+        "SELECT id, product_id, quantity, unit_price, discount FROM sale_lines WHERE sale_id=? ORDER BY id", (sale_id,)
+    )
+    return [(int(i), int(p), int(q), str(u), str(d)) for i, p, q, u, d in rows]
+
+
+class _ConvertFamily(TaskFamily):
+    """Convert a qualified opportunity into a quotation for what the customer asks (and confirm it when won)."""
+
+    confirm: bool
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT o.id, o.number, o.party_id, o.description FROM opportunities o WHERE o.state='opportunity' "
+            "AND EXISTS (SELECT 1 FROM addresses a WHERE a.party_id=o.party_id) ORDER BY o.id"
+        )
+        oid, onum, pid, description = _pick(rng, rows, self.name)
+        (p1, n1, lp1) = rng.choice(_products(image))
+        q1 = rng.randint(2, 20)
+        sid, number = _next_id(image, "sales"), _next_number(image, "sale")
+        untaxed, tax, total = amounts([(q1, Decimal(lp1))], self.param("tax_rounding"))
+        if self.confirm:
+            ask = f"About opportunity {onum} ({description}): we are going ahead, please order {q1} x {n1} for us."
+        else:
+            ask = f"About opportunity {onum} ({description}): we'd like a quotation for {q1} x {n1}."
+        gold = [
+            ToolCall("convert_opportunity", {"opportunity_id": oid}),
+            ToolCall("get_sale", {"sale_id": sid}),
+            ToolCall("add_line", {"sale_id": sid, "product_id": p1, "quantity": q1}),
+            ToolCall("quote_sale", {"sale_id": sid}),
+        ]
+        checks = [
+            _field("from the opportunity", "sales", sid, "opportunity_id", oid),
+            _field("numbered", "sales", sid, "number", number),
+            Check("one line", "count", {"table": "sale_lines", "where": {"sale_id": sid}, "min": 1, "max": 1}),
+        ]
+        if self.confirm:
+            gold.append(ToolCall("confirm_sale", {"sale_id": sid}))
+            reply = f"Order {number} is confirmed, total ${total} including ${tax} VAT."
+            checks += [
+                _field("ordered", "sales", sid, "state", "processing"),
+                _field("won", "opportunities", oid, "state", "won"),
+            ]
+        else:
+            reply = f"Your quotation {number} totals ${total} including ${tax} VAT."
+            checks += [
+                _field("quoted", "sales", sid, "state", "quotation"),
+                _field("converted", "opportunities", oid, "state", "converted"),
+            ]
+        gold.append(ToolCall("respond", {"message": reply}))
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, ask),
+            gold,
+            (("party", pid), ("opportunity", oid), ("sale", sid)),
+            (("opportunity", oid), ("sale", sid)),
+            checks,
+            (Fact("sale number", number, "id"), Fact("total", total, "money", (untaxed,))),
+        )
+
+
+class ConvertOpportunity(_ConvertFamily):
+    name = "convert_opportunity"
+    description = "A customer asks for a quote on their opportunity: convert it into a quotation and quote it."
+    confirm = False
+
+
+class WinOpportunity(_ConvertFamily):
+    name = "win_opportunity"
+    description = "A customer orders on their opportunity: convert it, quote and confirm the sale (the deal is won)."
+    confirm = True
+
+
+class AmendQuotation(TaskFamily):
+    name = "amend_quotation"
+    description = "A customer changes a quantity on their quotation: reopen it, replace the line, quote it again."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT s.id, s.number, s.party_id FROM sales s WHERE s.state='quotation' "
+            "AND EXISTS (SELECT 1 FROM sale_lines l WHERE l.sale_id=s.id) ORDER BY s.id"
+        )
+        sid, number, pid = _pick(rng, rows, self.name)
+        lines = _sale_lines(image, sid)
+        lid, product, quantity, _price, discount = rng.choice(lines)
+        name, list_price = image.query("SELECT name, list_price FROM products WHERE id=?", (product,))[0]
+        new_quantity = rng.choice([q for q in range(1, 25) if q != quantity])
+        price = unit_price(Decimal(list_price), Decimal(discount))
+        kept = [(q, Decimal(u)) for i, _p, q, u, _d in lines if i != lid]
+        untaxed, tax, total = amounts([*kept, (new_quantity, price)], self.param("tax_rounding"))
+        line: dict[str, Any] = {"sale_id": sid, "product_id": product, "quantity": new_quantity}
+        if Decimal(discount):
+            line["discount"] = json_number(Decimal(discount))
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image, pid, f"On quotation {number}, please make it {new_quantity} x {name} instead of {quantity}."
+            ),
+            [
+                ToolCall("reopen_sale", {"sale_id": sid}),
+                ToolCall("remove_line", {"sale_id": sid, "line_id": lid}),
+                ToolCall("add_line", line),
+                ToolCall("quote_sale", {"sale_id": sid}),
+                ToolCall("respond", {"message": f"Quotation {number} now totals ${total} including ${tax} VAT."}),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [
+                _field("quoted again", "sales", sid, "state", "quotation"),
+                Check(
+                    "new quantity",
+                    "count",
+                    {
+                        "table": "sale_lines",
+                        "where": {"sale_id": sid, "product_id": product, "quantity": new_quantity},
+                        "min": 1,
+                    },
+                ),
+            ],
+            (Fact("new total", total, "money", (untaxed,)),),
+        )
+
+
 FAMILIES: tuple[TaskFamily, ...] = (
     AddContact(),
     NewLead(),
@@ -381,6 +508,9 @@ FAMILIES: tuple[TaskFamily, ...] = (
     ShipOrder(),
     CollectPayment(),
     CancelQuotation(),
+    ConvertOpportunity(),
+    WinOpportunity(),
+    AmendQuotation(),
 )
 for _family in FAMILIES:  # the sales desk's figures until a world binds its own (World.parameters)
     _family.parameters = PARAMETERS

@@ -40,6 +40,7 @@ PartyId = Annotated[int, Ref("parties")]
 ProductId = Annotated[int, Ref("products")]
 OpportunityId = Annotated[int, Ref("opportunities")]
 SaleId = Annotated[int, Ref("sales")]
+LineId = Annotated[int, Ref("sale_lines")]
 ShipmentId = Annotated[int, Ref("shipments")]
 InvoiceId = Annotated[int, Ref("invoices")]
 Prose = Annotated[str, FREE_TEXT]
@@ -67,6 +68,14 @@ def _next(db: Db, name: str) -> str:
     if row is None:
         raise RuntimeError(f"sequence {name} missing from the world data")
     return str(row[0])
+
+
+def _draw_id(db: Db, name: str) -> int:
+    """The next id of a record kind whose ids are never reused (``counters``)."""
+    row = db.execute("UPDATE counters SET next=next+1 WHERE name=? RETURNING next-1", (name,)).fetchone()
+    if row is None:
+        raise RuntimeError(f"counter {name} missing from the world data")
+    return int(row[0])
 
 
 def _sale_name(sale: dict[str, Any]) -> str:
@@ -140,6 +149,53 @@ def ops_move_opportunity(db: Db, opportunity_id: int, to: str, reason: str | Non
     return {"opportunity_id": opportunity_id, "number": opp["number"], "state": to}
 
 
+def ops_convert_opportunity(db: Db, opportunity_id: int) -> dict[str, Any]:
+    """Convert an opportunity into a draft sale for its customer, as the real system's *convert* does."""
+    opp = _get(db, "opportunities", "opportunity", opportunity_id)
+    if opp["state"] != "opportunity":
+        raise _refused_click("convert", str(opp["number"]), "Sale Opportunity", "opportunity_workflow")
+    cur = db.execute(
+        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, opportunity_id) "
+        "VALUES (NULL, ?, ?, 'draft', 'none', 'none', ?)",
+        (opp["party_id"], opp["description"], opportunity_id),
+    )
+    db.execute("UPDATE opportunities SET state='converted' WHERE id=?", (opportunity_id,))
+    return {
+        "opportunity_id": opportunity_id,
+        "number": opp["number"],
+        "state": "converted",
+        "sale_id": int(cur.lastrowid or 0),
+    }
+
+
+_OPPORTUNITY_MOVES = {("converted", "won"), ("converted", "lost"), ("won", "converted"), ("lost", "converted")}
+
+
+def _process_opportunity(db: Db, sale_id: int) -> None:
+    """Bring the opportunity a sale was converted from up to date, as the real system does whenever the sale is
+    quoted, confirmed, cancelled, processed or done: its amount becomes the untaxed total of its sales still
+    alive; it is ``won`` once every sale is confirmed or later or cancelled and one is not cancelled, ``lost``
+    once every sale is cancelled, ``converted`` otherwise (a move its state machine does not allow is skipped)."""
+    row = db.one("SELECT opportunity_id FROM sales WHERE id=?", (sale_id,))
+    if row is None or row["opportunity_id"] is None:
+        return
+    oid = row["opportunity_id"]
+    sales = db.all("SELECT id, state FROM sales WHERE opportunity_id=? ORDER BY id", (oid,))
+    alive = [r for r in sales if r["state"] != "cancelled"]
+    amount = sum((Decimal(sale_amounts(db, r["id"])[0]) for r in alive), Decimal(0))
+    won_states = ("confirmed", "processing", "done")
+    if all(r["state"] in (*won_states, "cancelled") for r in sales) and alive:
+        target = "won"
+    elif not alive:
+        target = "lost"
+    else:
+        target = "converted"
+    state = db.one("SELECT state FROM opportunities WHERE id=?", (oid,))["state"]  # type: ignore[index]
+    if (state, target) in _OPPORTUNITY_MOVES:
+        state = target
+    db.execute("UPDATE opportunities SET amount=?, state=? WHERE id=?", (money(amount), state, oid))
+
+
 def ops_create_quotation(db: Db, party_id: int, description: str) -> dict[str, Any]:
     _get(db, "parties", "party", party_id)
     description = clean_text(description, "description", 200)
@@ -190,13 +246,14 @@ def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount:
         )
     list_price = Decimal(product["list_price"])
     price = unit_price(list_price, discount)
-    cur = db.execute(
-        "INSERT INTO sale_lines (sale_id, product_id, quantity, unit_price, discount) VALUES (?,?,?,?,?)",
-        (sale_id, product_id, quantity, price_text(price), money(discount_read_back(list_price, price))),
+    line_id = _draw_id(db, "sale_line")
+    db.execute(
+        "INSERT INTO sale_lines (id, sale_id, product_id, quantity, unit_price, discount) VALUES (?,?,?,?,?,?)",
+        (line_id, sale_id, product_id, quantity, price_text(price), money(discount_read_back(list_price, price))),
     )
     untaxed, tax, total = sale_amounts(db, sale_id)
     return {
-        "line_id": int(cur.lastrowid or 0),
+        "line_id": line_id,
         "unit_price": price_text(price),
         "untaxed_amount": untaxed,
         "tax_amount": tax,
@@ -206,16 +263,17 @@ def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount:
 
 def ops_quote(db: Db, sale_id: int) -> dict[str, Any]:
     sale = _get(db, "sales", "sale", sale_id)
-    if sale["state"] != "draft":
-        raise _refused_click("quote", _sale_name(sale), "Sale", "sale_workflow")
+    if sale["state"] != "draft" or db.one("SELECT id FROM sale_lines WHERE sale_id=? LIMIT 1", (sale_id,)) is None:
+        raise _refused_click("quote", _sale_name(sale), "Sale", "sale_workflow")  # a sale needs lines to be quoted
     if db.one("SELECT id FROM addresses WHERE party_id=?", (sale["party_id"],)) is None:
         raise ToolError(
             "validation_error",
             f'To get a quote for sale "{_sale_name(sale)}" you must enter an invoice address.',
             rule="quotation_address",
         )
-    number = _next(db, "sale")
+    number = sale["number"] or _next(db, "sale")  # a re-opened quotation keeps its number
     db.execute("UPDATE sales SET state='quotation', number=? WHERE id=?", (number, sale_id))
+    _process_opportunity(db, sale_id)
     total = sale_amounts(db, sale_id)[2]
     return {"sale_id": sale_id, "number": number, "state": "quotation", "total_amount": total}
 
@@ -241,6 +299,7 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
     else:
         db.execute("UPDATE sales SET state='done' WHERE id=?", (sale_id,))
         state = "done"
+    _process_opportunity(db, sale_id)
     return {"sale_id": sale_id, "number": sale["number"], "state": state, "total_amount": total}
 
 
@@ -249,7 +308,36 @@ def ops_cancel(db: Db, sale_id: int) -> dict[str, Any]:
     if sale["state"] not in ("draft", "quotation"):
         raise _refused_click("cancel", _sale_name(sale), "Sale", "sale_workflow")
     db.execute("UPDATE sales SET state='cancelled' WHERE id=?", (sale_id,))
+    _process_opportunity(db, sale_id)
     return {"sale_id": sale_id, "number": sale["number"], "state": "cancelled"}
+
+
+def ops_reopen(db: Db, sale_id: int) -> dict[str, Any]:
+    """Reset a quotation or a cancelled sale to draft (its number, if any, is kept)."""
+    sale = _get(db, "sales", "sale", sale_id)
+    if sale["state"] not in ("quotation", "cancelled"):
+        raise _refused_click("draft", _sale_name(sale), "Sale", "sale_workflow")
+    db.execute("UPDATE sales SET state='draft' WHERE id=?", (sale_id,))
+    return {"sale_id": sale_id, "number": sale["number"], "state": "draft"}
+
+
+def ops_remove_line(db: Db, sale_id: int, line_id: int) -> dict[str, Any]:
+    """Delete a line of a draft or cancelled sale."""
+    sale = _get(db, "sales", "sale", sale_id)
+    line = db.one("SELECT * FROM sale_lines WHERE id=? AND sale_id=?", (line_id, sale_id))
+    if line is None:
+        raise ToolError("not_found", f"no sale line {line_id} on sale {sale_id}")
+    if sale["state"] not in ("draft", "cancelled"):
+        product = _get(db, "products", "product", line["product_id"])
+        name = f"{line['quantity']}\u00a0u [{product['code']}] {product['name']} @ {_sale_name(sale)}"
+        raise ToolError(
+            "invalid_state",
+            f'To delete line "{name}" you must cancel or reset to draft sale "{_sale_name(sale)}".',
+            rule="sale_workflow",
+        )
+    db.execute("DELETE FROM sale_lines WHERE id=?", (line_id,))
+    untaxed, tax, total = sale_amounts(db, sale["id"])
+    return {"sale_id": sale["id"], "untaxed_amount": untaxed, "tax_amount": tax, "total_amount": total}
 
 
 def _maybe_done(db: Db, sale_id: int) -> None:
@@ -259,6 +347,7 @@ def _maybe_done(db: Db, sale_id: int) -> None:
         "AND shipment_state='sent'",
         (sale_id,),
     )
+    _process_opportunity(db, sale_id)
 
 
 def ops_ship(db: Db, shipment_id: int) -> dict[str, Any]:
@@ -496,6 +585,20 @@ def mark_lost(ctx: ToolContext, opportunity_id: OpportunityId, reason: Prose) ->
 
 
 @tool("write")
+def convert_opportunity(ctx: ToolContext, opportunity_id: OpportunityId) -> dict[str, Any]:
+    """Convert a qualified opportunity into a draft sale (quotation) for its customer.
+
+    The sale takes the opportunity's description; the opportunity becomes
+    ``converted``, then ``won`` once the sale is confirmed (``lost`` if it is
+    cancelled), and its amount follows the sale's untaxed total.
+
+    Args:
+        opportunity_id: The opportunity's id (state ``opportunity``).
+    """
+    return ops_convert_opportunity(ctx, opportunity_id)
+
+
+@tool("write")
 def create_quotation(ctx: ToolContext, party_id: PartyId, description: Prose = "Sales order") -> dict[str, Any]:
     """Start a new draft sale for a customer (add lines, then quote it).
 
@@ -541,6 +644,27 @@ def quote_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
         sale_id: The draft sale's id.
     """
     return ops_quote(ctx, sale_id)
+
+
+@tool("write")
+def reopen_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
+    """Reset a quotation or a cancelled sale to draft so its lines can be changed (it keeps its number).
+
+    Args:
+        sale_id: The sale's id.
+    """
+    return ops_reopen(ctx, sale_id)
+
+
+@tool("write")
+def remove_line(ctx: ToolContext, sale_id: SaleId, line_id: LineId) -> dict[str, Any]:
+    """Delete a line from a draft (or cancelled) sale.
+
+    Args:
+        sale_id: The sale's id.
+        line_id: The id of one of its lines (from get_sale).
+    """
+    return ops_remove_line(ctx, sale_id, line_id)
 
 
 @tool("write")
@@ -621,10 +745,13 @@ TOOLS: tuple[ToolSpec, ...] = (
     create_lead,
     qualify_lead,
     mark_lost,
+    convert_opportunity,
     create_quotation,
     request_discount_approval,
     add_line,
+    remove_line,
     quote_sale,
+    reopen_sale,
     confirm_sale,
     cancel_sale,
     ship_shipment,

@@ -63,7 +63,8 @@ def _opportunity_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | No
 
 def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
     row = db.execute(
-        "SELECT number, party_id, state, invoice_state, shipment_state FROM sales WHERE id=?", (ident,)
+        "SELECT number, party_id, state, invoice_state, shipment_state, opportunity_id FROM sales WHERE id=?",
+        (ident,),
     ).fetchone()
     if row is None:
         return None
@@ -82,6 +83,7 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
         "state": row[2],
         "invoice_state": row[3],
         "shipment_state": row[4],
+        "opportunity": row[5],
         "lines": [[p, q, _dec(u)] for p, q, u in lines],
         "approvals": sorted(_dec(a[0]) for a in approvals),
         "shipments": [s[0] for s in shipments],
@@ -162,6 +164,7 @@ class SalesWorld(World):
         },
         "sales": {"description": Tolerance.text("a sale's label, in the salesperson's words")},
         "approvals": {"reason": Tolerance.text("why a discount is asked for, in the salesperson's words")},
+        "counters": {"next": Tolerance.id("ids the system draws for sale lines; the lines themselves are compared")},
     }
     optional_rows: ClassVar[Mapping[str, str]] = {
         "approvals": "a discount approval asked for and not used: a line's discount still needs its own",
