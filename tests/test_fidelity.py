@@ -128,8 +128,8 @@ def test_a_changed_twin_is_detected_with_a_minimal_trace(twin: Any, monkeypatch:
     base = to_dict(run_fidelity(WORLD, twin, traces))
     real = twin_sales.TOOLS["ship_shipment"]
 
-    def drifted(pool: Any, shipment_id: int) -> dict[str, Any]:
-        out = real(pool, shipment_id)
+    def drifted(pool: Any, shipment_id: int, partial: bool = False) -> dict[str, Any]:
+        out = real(pool, shipment_id, partial)
         return {**out, "state": "shipped"}  # the "new version" reports another state name
 
     monkeypatch.setitem(twin_sales.TOOLS, "ship_shipment", drifted)

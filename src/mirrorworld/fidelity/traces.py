@@ -194,12 +194,15 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
             "create_lead",
             "qualify_lead",
             "mark_lost",
+            "convert_opportunity",
             "create_quotation",
             "request_discount_approval",
             "add_line",
             "add_line",
             "quote_sale",
             "quote_sale",
+            "reopen_sale",
+            "remove_line",
             "confirm_sale",
             "confirm_sale",
             "cancel_sale",
@@ -250,6 +253,25 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
         return ToolCall(tool, args)
     if tool == "create_quotation":
         return ToolCall(tool, {"party_id": _pick(rng, parties), "description": "Random order"})
+    if tool == "convert_opportunity":
+        opps = _ids(s, "SELECT id FROM opportunities WHERE state='opportunity'")
+        return ToolCall(
+            tool,
+            {"opportunity_id": _pick(rng, opps if rng.random() < 0.85 else _ids(s, "SELECT id FROM opportunities"))},
+        )
+    if tool == "reopen_sale":
+        quotes = _ids(s, "SELECT id FROM sales WHERE state IN ('quotation','cancelled')")
+        return ToolCall(
+            tool, {"sale_id": _pick(rng, quotes if rng.random() < 0.85 else _ids(s, "SELECT id FROM sales"))}
+        )
+    if tool == "remove_line":
+        rows = s.db.execute(
+            "SELECT l.sale_id, l.id FROM sale_lines l JOIN sales s ON s.id = l.sale_id "
+            + ("WHERE s.state IN ('draft','cancelled') " if rng.random() < 0.85 else "")
+            + "ORDER BY l.id"
+        ).fetchall()
+        sale, line = rng.choice(rows) if rows else (1, 1)
+        return ToolCall(tool, {"sale_id": int(sale), "line_id": int(line)})
     drafts = _ids(s, "SELECT id FROM sales WHERE state='draft'")
     if tool == "request_discount_approval":
         return ToolCall(
@@ -283,9 +305,10 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
         return ToolCall(tool, {"sale_id": _pick(rng, _ids(s, "SELECT id FROM sales"))})
     if tool == "ship_shipment":
         waiting = _ids(s, "SELECT id FROM shipments WHERE state='waiting'")
-        return ToolCall(
-            tool, {"shipment_id": _pick(rng, waiting if rng.random() < 0.85 else _ids(s, "SELECT id FROM shipments"))}
-        )
+        shipment = _pick(rng, waiting if rng.random() < 0.85 else _ids(s, "SELECT id FROM shipments"))
+        if rng.random() < 0.4:
+            return ToolCall(tool, {"shipment_id": shipment, "partial": True})
+        return ToolCall(tool, {"shipment_id": shipment})
     if tool == "post_invoice":
         drafts_inv = _ids(s, "SELECT id FROM invoices WHERE state='draft'")
         return ToolCall(
@@ -350,8 +373,23 @@ def _interface_call(rng: random.Random, s: Session) -> ToolCall:
 def _refused_call(rng: random.Random, s: Session) -> ToolCall:
     """A well-formed call the real system refuses: a record that is missing or in the wrong state, an invalid
     contact, an amount above what is due."""
-    kind = rng.randrange(10)
+    kind = rng.randrange(13)
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
+    if kind == 10:
+        not_open = _ids(s, "SELECT id FROM opportunities WHERE state<>'opportunity'")
+        return ToolCall("convert_opportunity", {"opportunity_id": _pick(rng, not_open)})
+    if kind == 11:
+        others = _ids(s, "SELECT id FROM sales WHERE state NOT IN ('quotation','cancelled')")
+        return ToolCall("reopen_sale", {"sale_id": _pick(rng, others)})
+    if kind == 12:
+        rows = s.db.execute(
+            "SELECT l.sale_id, l.id FROM sale_lines l JOIN sales s ON s.id = l.sale_id "
+            "WHERE s.state NOT IN ('draft','cancelled') ORDER BY l.id"
+        ).fetchall()
+        sale, line = rng.choice(rows) if rows else (1, 1)
+        if rng.random() < 0.3:
+            sale = int(sale) + 1  # a line of another sale
+        return ToolCall("remove_line", {"sale_id": int(sale), "line_id": int(line)})
     if kind == 0:
         tool, key = rng.choice(
             (

@@ -5,11 +5,12 @@ Two stages, each cached on its own:
 * ``modules`` — an empty SQLite database with Tryton's sale, opportunity,
   stock and invoicing modules activated (the slow part: about 35 s);
 * ``world`` — on a copy of it, the company, its chart of accounts, fiscal
-  year, 10% customer tax, payment method and sales employee are set up with
-  Tryton's own scenario helpers; then the sales world's master data
-  (parties, addresses, contacts, products, stock) is created in the same
-  order as the mirror's, and the world's history of tool calls is replayed
-  through the twin's tools, so the twin's pristine state is the mirror's.
+  year, 10% customer tax, payment method, write-off method and sales
+  employee are set up with Tryton's own scenario helpers; then the sales
+  world's master data (parties, addresses, contacts, products, stock) is
+  created in the same order as the mirror's, and the world's history of tool
+  calls is replayed through the twin's tools, so the twin's pristine state is
+  the mirror's.
 
 Usage: ``python -m mirrorworld.twin.build modules DIR`` or
 ``python -m mirrorworld.twin.build world DIR SCALE DATA_SEED [OPTIONS_JSON]``.
@@ -98,6 +99,16 @@ def _setup_company(pool: Any, day: date, options: dict[str, str]) -> None:
     Method = Model.get("account.invoice.payment.method")
     Method(
         name="Bank transfer", journal=cash_journal, credit_account=accounts["cash"], debit_account=accounts["cash"]
+    ).save()
+    # What the pay wizard writes small differences off to: an expense, either way.
+    writeoff_journal = Journal(name="Write-Off", type="write-off")
+    writeoff_journal.save()
+    WriteOff = Model.get("account.move.reconcile.write_off")
+    WriteOff(
+        name="Payment difference",
+        journal=writeoff_journal,
+        credit_account=accounts["expense"],
+        debit_account=accounts["expense"],
     ).save()
     Employee = Model.get("company.employee")
     Employee(party=Party(2), company=company).save()

@@ -31,7 +31,9 @@ from mirrorworld.worlds.sales.rules import (
     check_quantity,
     money,
     price_text,
+    writeoff_refusal,
 )
+from mirrorworld.worlds.sales.tools import credit_note_paid, credit_refusal, stock_shortage
 
 __all__ = ["ERROR_CODES", "TOOLS", "canonical_state", "context"]
 
@@ -45,6 +47,7 @@ ERROR_CODES = {
 APPROVAL_PREFIX = "discount approval: "
 ADMIN = 1
 """Tryton's administrator: tools click buttons as this user (see :func:`_click`)."""
+INVOICE_LINE = "account.invoice.line"
 INTERNAL_PARTIES = (1, 2)
 """The company's party and the sales employee's party (not customers)."""
 
@@ -150,6 +153,7 @@ def get_party(pool: Any, party_id: int) -> dict[str, Any]:
         "contacts": [{"id": c.id, "type": c.type, "value": c.value} for c in contacts],
         "opportunities": [{"id": o.id, "number": o.number, "state": o.state} for o in opps],
         "sales": [{"id": s.id, "number": s.number, "state": s.state} for s in sales],
+        "balance": money(party.receivable),
     }
 
 
@@ -210,9 +214,44 @@ def _line_discount(line: Any) -> Decimal:
 
 
 def _invoice_paid(inv: Any) -> Decimal:
-    if inv.state in ("posted", "paid"):
-        return Decimal(inv.total_amount) - Decimal(inv.amount_to_pay or 0)
-    return Decimal(0)
+    """The payments applied to a customer invoice: its payment lines (an overpayment's excess is not one)."""
+    return sum((Decimal(ln.credit) - Decimal(ln.debit) for ln in inv.payment_lines), Decimal(0))
+
+
+def _invoice_writeoff(inv: Any) -> Decimal:
+    """What was written off when the invoice was reconciled: the write-off lines of its reconciliation."""
+    out = Decimal(0)
+    for reconciliation in {ln.reconciliation for ln in inv.lines_to_pay if ln.reconciliation is not None}:
+        for ln in reconciliation.lines:
+            if ln.move.journal.type == "write-off":
+                out += Decimal(ln.credit) - Decimal(ln.debit)
+    return out
+
+
+def _amount_due(inv: Any) -> Decimal:
+    """What is still to pay: Tryton's amount to pay once posted, the whole total while a draft."""
+    if inv.state == "draft":
+        return Decimal(inv.total_amount)
+    return Decimal(inv.amount_to_pay or 0) if inv.state == "posted" else Decimal(0)
+
+
+def _credited(inv: Any) -> Any:
+    """The invoice a credit note credits (its lines' origins are that invoice's lines), else None."""
+    origins = {ln.origin.invoice for ln in inv.lines if ln.origin is not None and ln.origin.__name__ == INVOICE_LINE}
+    return next(iter(origins)) if origins else None
+
+
+def _sale_credit_notes(pool: Any, sale: Any) -> list[tuple[Any, Any]]:
+    """``(invoice, credit note)`` for every credit note of a sale's invoices, in the credit notes' id order."""
+    pairs = [(i, c) for i in sale.invoices for c in _credit_notes(pool, i)]
+    return sorted(pairs, key=lambda pair: pair[1].id)
+
+
+def _credit_notes(pool: Any, inv: Any) -> list[Any]:
+    """The credit notes of an invoice, in id order."""
+    Line = pool.get(INVOICE_LINE)
+    found = Line.search([("origin", "in", [str(ln) for ln in inv.lines])]) if inv.lines else []
+    return sorted({ln.invoice for ln in found}, key=lambda i: i.id)
 
 
 def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
@@ -244,10 +283,17 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
             for ln in lines
         ],
         "approvals": [{"id": i, "discount": money(d), "reason": r} for i, d, r in _approvals(pool, sale)],
-        "shipments": [{"id": s.id, "state": s.state} for s in sorted(sale.shipments, key=lambda s: s.id)],
+        "shipments": [
+            {"id": s.id, "state": s.state, "moves": [{"product_id": p, "quantity": q} for p, q in _moves(s)]}
+            for s in sorted(sale.shipments, key=lambda s: s.id)
+        ],
         "invoices": [
             {"id": i.id, "number": i.number, "state": i.state, "total": money(i.total_amount)}
             for i in sorted(sale.invoices, key=lambda i: i.id)
+        ],
+        "credit_notes": [
+            {"id": c.id, "number": c.number, "state": c.state, "total": money(c.total_amount), "invoice_id": i.id}
+            for i, c in _sale_credit_notes(pool, sale)
         ],
     }
 
@@ -255,6 +301,13 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
 def _opportunity_of(sale: Any) -> int | None:
     origin = sale.origin
     return int(origin.id) if origin is not None and origin.__name__ == "sale.opportunity" else None
+
+
+def _moves(shipment: Any) -> list[tuple[int, int]]:
+    """What a customer shipment carries: its outgoing moves (not cancelled), by product and quantity."""
+    return sorted(
+        (m.product.id, int(m.quantity)) for m in shipment.outgoing_moves if m.state != "cancelled" and m.quantity
+    )
 
 
 def list_sales(pool: Any, party_id: int) -> dict[str, Any]:
@@ -271,9 +324,8 @@ def _invoice_sale(inv: Any) -> Any:
 
 def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
     inv = _get(pool, "account.invoice", "invoice", invoice_id)
-    sale = _invoice_sale(inv)
-    total = Decimal(inv.total_amount)
-    paid = _invoice_paid(inv)
+    credited = _credited(inv)
+    sale = _invoice_sale(credited if credited is not None else inv)
     return {
         "invoice": {
             "id": inv.id,
@@ -282,9 +334,16 @@ def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
             "state": inv.state,
             "untaxed": money(inv.untaxed_amount),
             "tax": money(inv.tax_amount),
-            "total": money(total),
-            "paid": money(paid),
-            "amount_due": money(total - paid),
+            "total": money(inv.total_amount),
+            "paid": money(_invoice_paid(inv)),
+            "writeoff": money(_invoice_writeoff(inv)),
+            "amount_due": money(_amount_due(inv)),
+            "type": "invoice" if credited is None else "credit_note",
+            "credit_of": credited.id if credited is not None else None,
+            "credit_notes": [
+                {"id": c.id, "number": c.number, "state": c.state, "total": money(c.total_amount)}
+                for c in _credit_notes(pool, inv)
+            ],
         }
     }
 
@@ -465,21 +524,41 @@ def cancel_sale(pool: Any, sale_id: int) -> dict[str, Any]:
     return {"sale_id": fresh.id, "number": fresh.number, "state": fresh.state}
 
 
-def ship_shipment(pool: Any, shipment_id: int) -> dict[str, Any]:
+def ship_shipment(pool: Any, shipment_id: int, partial: bool = False) -> dict[str, Any]:
+    """Tryton's assign wizard, then pick, pack and done.
+
+    Tryton reserves what it can, move by move. Short, the desk either sends
+    nothing (the wizard cancelled; the call's savepoint undoes the partial
+    reservation) or, with ``partial``, has Tryton ignore what it could not
+    reserve and send the rest; Tryton's sale processing then backorders what is
+    left of each line in a new waiting shipment.
+    """
     Shipment = pool.get("stock.shipment.out")
     shipment = _get(pool, "stock.shipment.out", "shipment", shipment_id)
     _click(pool, shipment, "assign_wizard")  # Tryton offers assignment only on a waiting shipment
+    before = {m.id: (m.product, int(m.quantity)) for m in shipment.outgoing_moves}
     Shipment.assign_try([shipment])
-    if Shipment(shipment.id).state != "assigned":  # partly reserved at most: the call's savepoint undoes it
-        raise _adapter(
-            ToolError("validation_error", f"not enough stock to ship shipment {shipment_id}", rule="stock_availability")
-        )
+    fresh = Shipment(shipment.id)
+    if fresh.state != "assigned":
+        assigned = any(m.state == "assigned" and m.quantity for m in fresh.inventory_moves)
+        if not partial or not assigned:
+            stock = _on_hand(pool, [p for p, _q in before.values()])
+            moves = [{"name": p.name, "quantity": q, "on_hand": stock[p.id]} for _i, (p, q) in sorted(before.items())]
+            raise _adapter(
+                ToolError("validation_error", stock_shortage(shipment_id, moves, partial), rule="stock_availability")
+            )
+        Shipment.assign_ignore([fresh])
     _click(pool, shipment, "pick")
     _click(pool, shipment, "pack")
     _click(pool, shipment, "do")
     sales = {m.origin.sale for m in Shipment(shipment.id).outgoing_moves if m.origin is not None}
     _process_sales(pool, list(sales))
-    return {"shipment_id": shipment_id, "state": Shipment(shipment.id).state}
+    out: dict[str, Any] = {"shipment_id": shipment_id, "state": Shipment(shipment.id).state}
+    if partial:
+        (sale,) = sales
+        later = [s.id for s in _reload(pool, "sale.sale", sale.id).shipments if s.id > shipment_id]
+        out["backorder_id"] = later[0] if later else None
+    return out
 
 
 def post_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
@@ -496,28 +575,48 @@ def post_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
     }
 
 
-def pay_invoice(pool: Any, invoice_id: int, amount: Decimal) -> dict[str, Any]:
+def pay_invoice(pool: Any, invoice_id: int, amount: Decimal, settle: str = "partial") -> dict[str, Any]:
     inv = _get(pool, "account.invoice", "invoice", invoice_id)
     check_payment_amount(amount)
     _click(pool, inv, "pay")  # Tryton offers payment only on a posted invoice
-    _pay(pool, inv, amount)
+    if _credited(inv) is not None:  # the desk's rule: Tryton would take a payment on a credit note
+        raise _adapter(credit_note_paid(inv.rec_name))
+    due = Decimal(inv.amount_to_pay)
+    if settle == "writeoff" and amount != due:  # the desk's limit: Tryton writes off any amount
+        refusal = writeoff_refusal(inv.rec_name, due - amount)
+        if refusal is not None:
+            raise _adapter(refusal)
+    _pay(pool, inv, amount, settle)
     fresh = _reload(pool, "account.invoice", inv.id)
     sale = _invoice_sale(fresh)
     if sale is not None:
         _process_sales(pool, [sale])
-    return {"invoice_id": fresh.id, "state": fresh.state, "amount_due": money(fresh.amount_to_pay)}
+    return {
+        "invoice_id": fresh.id,
+        "state": fresh.state,
+        "amount_due": money(_amount_due(fresh)),
+        "writeoff": money(_invoice_writeoff(fresh)),
+        "customer_balance": money(_reload(pool, "party.party", fresh.party.id).receivable),
+    }
 
 
-def _pay(pool: Any, inv: Any, amount: Decimal) -> None:
-    """Pay through Tryton's own pay wizard, as a partial payment (the desk takes no overpayment or write-off).
+def _pay(pool: Any, inv: Any, amount: Decimal, settle: str) -> None:
+    """Pay through Tryton's own pay wizard, answering its question with ``settle``.
 
-    The wizard refuses an amount above the amount to pay (``PayInvoiceError``)
-    and reconciles the invoice when nothing is left to pay.
+    The wizard asks only when the amount is not exactly what is due. It then
+    takes the defaults it offers a user (the lines to reconcile), the type the
+    desk chose and, for a write-off, the company's write-off method. Tryton
+    refuses a partial payment above the amount to pay (``PayInvoiceError``) and
+    an overpayment below it (the remainder would need a write-off method:
+    ``ReconciliationError``); it reconciles the invoice when nothing is left to
+    pay, writing the difference off or leaving an overpaid excess on the
+    customer's receivable.
     """
     from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
 
     Wizard = pool.get("account.invoice.pay", type="wizard")
     Method = pool.get("account.invoice.payment.method")
+    WriteOff = pool.get("account.move.reconcile.write_off")
     Date = pool.get("ir.date")
     context = {"active_model": "account.invoice", "active_id": inv.id, "active_ids": [inv.id]}
     with Transaction().set_context(**context):
@@ -530,12 +629,57 @@ def _pay(pool: Any, inv: Any, amount: Decimal) -> None:
         wizard.start.date = Date.today()
         wizard.start.description = None
         if wizard.transition_choice() == "ask":
-            wizard.ask.type = "partial"
+            for name, value in wizard.default_ask([]).items():
+                setattr(wizard.ask, name, value)
+            wizard.ask.type = settle
+            wizard.ask.writeoff = WriteOff.search([], limit=1)[0] if settle == "writeoff" else None
         wizard.transition_pay()
         Wizard.delete(session_id)
     # Tryton queues the invoice's move to ``paid`` until commit; run it now.
     Invoice = pool.get("account.invoice")
     Invoice.process([Invoice(inv.id)])
+
+
+def credit_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
+    inv = _get(pool, "account.invoice", "invoice", invoice_id)
+    refusal = credit_refusal(inv.rec_name, inv.state, _credited(inv) is not None)
+    if refusal is not None:  # the desk's rule: Tryton credits any invoice, drafts and credit notes too
+        raise _adapter(refusal)
+    (note,) = _credit(pool, inv)
+    Invoice = pool.get("account.invoice")
+    Invoice.process([Invoice(inv.id), Invoice(note.id)])  # Tryton queues them until commit; run it now
+    sale = _invoice_sale(inv)
+    if sale is not None:
+        _process_sales(pool, [sale])
+    fresh, note = _reload(pool, "account.invoice", inv.id), _reload(pool, "account.invoice", note.id)
+    return {
+        "invoice_id": fresh.id,
+        "invoice_state": fresh.state,
+        "credit_note_id": note.id,
+        "number": note.number,
+        "state": note.state,
+        "total_amount": money(note.total_amount),
+    }
+
+
+def _credit(pool: Any, inv: Any) -> list[Any]:
+    """Run Tryton's credit wizard as a user does: open it, keep the options it offers, click *Credit*.
+
+    The wizard offers a refund only for a posted customer invoice with no
+    payment: the credit note is then posted and the invoice cancelled against
+    it. Otherwise the credit note is left a draft.
+    """
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    Wizard = pool.get("account.invoice.credit", type="wizard")
+    context = {"active_model": "account.invoice", "active_id": inv.id, "active_ids": [inv.id]}
+    with Transaction().set_context(**context):
+        session_id, start, _end = Wizard.create()
+        shown = Wizard.execute(session_id, {}, start)["view"]
+        result = Wizard.execute(session_id, {start: shown["defaults"]}, "credit")
+        Wizard.delete(session_id)
+    ((_action, data),) = result["actions"]
+    return [pool.get("account.invoice")(i) for i in data["res_id"]]
 
 
 # -- canonical state ----------------------------------------------------------------
@@ -566,17 +710,7 @@ def canonical_state(pool: Any) -> dict[str, Any]:
             ([ln.product.id, int(ln.quantity), _dec(ln.unit_price)] for ln in s.lines if ln.type == "line"),
             key=lambda r: (r[0], r[1]),
         )
-        invoices = [
-            [
-                i.number,
-                i.state,
-                _dec(i.untaxed_amount),
-                _dec(i.tax_amount),
-                _dec(i.total_amount),
-                _dec(_invoice_paid(i)),
-            ]
-            for i in sorted(s.invoices, key=lambda i: i.id)
-        ]
+        invoices = [_document(i) for i in sorted(s.invoices, key=lambda i: i.id)]
         out[f"sale:{s.id}"] = {
             "number": s.number,
             "party": s.party.id,
@@ -586,8 +720,9 @@ def canonical_state(pool: Any) -> dict[str, Any]:
             "opportunity": _opportunity_of(s),
             "lines": lines,
             "approvals": sorted(_dec(d) for _i, d, _r in _approvals(pool, s)),
-            "shipments": [sh.state for sh in sorted(s.shipments, key=lambda x: x.id)],
+            "shipments": [[sh.state, [list(m) for m in _moves(sh)]] for sh in sorted(s.shipments, key=lambda x: x.id)],
             "invoices": invoices,
+            "credit_notes": [_document(c) for _i, c in _sale_credit_notes(pool, s)],
         }
     Product = pool.get("product.product")
     products = Product.search([], order=[("id", "ASC")])
@@ -602,6 +737,14 @@ def canonical_state(pool: Any) -> dict[str, Any]:
     return out
 
 
+def _document(inv: Any) -> list[Any]:
+    """An invoice or credit note in the canonical form: number, state, untaxed, tax, total, paid, written off."""
+    from mirrorworld.worlds.sales.world import _dec
+
+    figures = (inv.untaxed_amount, inv.tax_amount, inv.total_amount, _invoice_paid(inv), _invoice_writeoff(inv))
+    return [inv.number, inv.state, *(_dec(f) for f in figures)]
+
+
 def _ledger(pool: Any) -> dict[str, Any]:
     """The books as Tryton's account move lines hold them, in the mirror's ledger form."""
     from mirrorworld.worlds.sales.world import _dec
@@ -610,9 +753,11 @@ def _ledger(pool: Any) -> dict[str, Any]:
     Tax = pool.get("account.tax")
     Method = pool.get("account.invoice.payment.method")
     tax_accounts = {t.invoice_account.id for t in Tax.search([]) if t.invoice_account}
+    WriteOff = pool.get("account.move.reconcile.write_off")
     cash_accounts = {m.debit_account.id for m in Method.search([]) if m.debit_account}
+    writeoff_accounts = {a.id for w in WriteOff.search([]) for a in (w.debit_account, w.credit_account)}
     receivable: dict[int, Decimal] = {}
-    revenue = tax = cash = Decimal(0)
+    revenue = tax = cash = writeoff = Decimal(0)
     for ln in Line.search([], order=[("id", "ASC")]):
         amount = Decimal(ln.debit) - Decimal(ln.credit)
         kind = ln.account.type
@@ -624,11 +769,14 @@ def _ledger(pool: Any) -> dict[str, Any]:
             revenue -= amount
         elif ln.account.id in cash_accounts:
             cash += amount
+        elif ln.account.id in writeoff_accounts:
+            writeoff += amount
     return {
         "receivable": {str(p): _dec(v) for p, v in sorted(receivable.items())},
         "revenue": _dec(revenue),
         "tax": _dec(tax),
         "cash": _dec(cash),
+        "writeoff": _dec(writeoff),
     }
 
 
@@ -659,6 +807,7 @@ TOOLS: dict[str, Any] = {
         ship_shipment,
         post_invoice,
         pay_invoice,
+        credit_invoice,
     )
 }
 """Tool name -> implementation (``get_policy`` and ``respond`` are handled by the session)."""

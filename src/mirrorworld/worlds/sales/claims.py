@@ -103,8 +103,33 @@ def claim_rules(write_tools: tuple[str, ...]) -> tuple[ClaimRule, ...]:
         ),
         ClaimRule(
             "lead qualified",
-            (r"\bis now an opportunity\b", r"\bqualified\b", rf"\bconverted\b{_NS}{{0,20}}\bopportunity\b"),
+            (
+                r"\bis now an opportunity\b",
+                r"\bqualified\b",
+                rf"\bconverted\b{_NS}{{0,20}}\b(?:into|to) an opportunity\b",
+            ),
             ("qualify_lead",),
+        ),
+        ClaimRule(
+            "opportunity converted",
+            (
+                rf"\bconverted\b{_NS}{{0,40}}\b(?:quotation|quote|sale|order)\b",
+                rf"\bopportunity\b{_NS}{{0,30}}\b{_DONE}(?:converted|won)\b",
+            ),
+            ("convert_opportunity",),
+        ),
+        ClaimRule(
+            "quotation amended",
+            (
+                rf"\b(?:quotation|quote|order)\b{_NS}{{0,30}}\b{_DONE}(?:amended|updated|changed|revised)\b",
+                rf"\b(?:amended|updated|changed|revised|reopened)\b{_NS}{{0,30}}\b(?:quotation|quote)\b",
+            ),
+            ("reopen_sale",),
+        ),
+        ClaimRule(
+            "backordered",
+            (r"\bback-?order(?:ed)?\b", r"\bwent out in part\b", r"\bpartly shipped\b", r"\bshipped in part\b"),
+            ("ship_shipment",),
         ),
         ClaimRule("lead lost", (rf"\b(?:closed|marked)\b{_NS}{{0,30}}\blost\b",), ("mark_lost",)),
         ClaimRule(

@@ -281,7 +281,9 @@ def run_history_call(db: t.Db, call: ToolCall) -> None:
         elif call.tool == "post_invoice":
             t.ops_post(db, a["invoice_id"])
         elif call.tool == "pay_invoice":
-            t.ops_pay(db, a["invoice_id"], Decimal(a["amount"]))
+            t.ops_pay(db, a["invoice_id"], Decimal(a["amount"]), a.get("settle", "partial"))
+        elif call.tool == "credit_invoice":
+            t.ops_credit(db, a["invoice_id"])
         else:
             raise WorldError(f"history call {call.tool} has no operation")
     except ToolError as err:

@@ -15,6 +15,8 @@ MACROS: dict[str, tuple[str, ...]] = {
         "We received your payment of ${amount} for order {sale_id}. Thank you!",
         "Sale {sale_id} has been cancelled.",
         "Done: {value} is now on your account.",
+        "Quotation {sale_id} now totals ${total} including ${tax} VAT.",
+        "Order {sale_id} went out in part; backorder shipment {shipment_id} holds the rest.",
     ),
     "reason": ("Customer asked for a volume discount",),
 }

@@ -30,6 +30,9 @@ DISCOUNT_FREE_LIMIT = Decimal(10)
 DISCOUNT_MAX = Decimal(30)
 """The sales manager approves discounts up to this percentage, never more."""
 
+WRITEOFF_MAX = Decimal("5.00")
+"""The most the desk writes off when it settles an invoice (short or over), in dollars."""
+
 CENT = Decimal("0.01")
 PRICE_UNIT = Decimal("0.0001")
 
@@ -148,6 +151,24 @@ def check_payment_amount(amount: Decimal) -> None:
         raise ToolError("invalid_arguments", "amount must be positive with two decimals at most")
 
 
+def currency_text(value: Decimal) -> str:
+    """An amount as the real system prints it in messages: ``$940.46``, ``-$4.54`` (no grouping)."""
+    return f"{'-' if value < 0 else ''}${money(abs(value))}"
+
+
+def writeoff_refusal(invoice: str, writeoff: Decimal) -> ToolError | None:
+    """The desk's refusal of a settlement that would write off more than :data:`WRITEOFF_MAX` (either way)."""
+    if abs(writeoff) <= WRITEOFF_MAX:
+        return None
+    what, instead = ("a shortfall", "a partial payment") if writeoff > 0 else ("an excess", "an overpayment")
+    return ToolError(
+        "policy_refused",
+        f'settling invoice "{invoice}" with this amount would write off {what} of {currency_text(abs(writeoff))}; '
+        f"the desk writes off at most {currency_text(WRITEOFF_MAX)}: record {instead} instead",
+        rule="writeoff_limit",
+    )
+
+
 def check_quantity(quantity: int) -> None:
     if quantity < 1 or quantity > 100_000:
         raise ToolError("invalid_arguments", "quantity must be a whole number from 1 to 100000")
@@ -188,6 +209,8 @@ RULES = (
     Rule("opportunity_workflow", "Leads and opportunities move only along their allowed transitions."),
     Rule("quotation_address", "A sale is quoted only for a customer with an address."),
     Rule("stock_availability", "A shipment is sent only when every product is available in full."),
-    Rule("payment_limit", "A payment never exceeds the amount still due on the invoice."),
+    Rule("payment_limit", "A payment never exceeds the amount still due on the invoice, unless it is an overpayment."),
+    Rule("writeoff_limit", "A payment settles an invoice with a write-off of at most $5.00, short or over."),
+    Rule("credit_note", "Only a posted or paid invoice is credited; a credit note is not paid at the desk."),
     Rule("data_disclosure", "Never reveal another customer's data (name, contacts, address, sales, leads)."),
 )

@@ -55,7 +55,8 @@ CREATE TABLE sales (
     state           TEXT NOT NULL CHECK (state IN ('draft', 'quotation', 'confirmed', 'processing', 'done', 'cancelled')),
     invoice_state   TEXT NOT NULL,
     shipment_state  TEXT NOT NULL,
-    opportunity_id  INTEGER REFERENCES opportunities(id)  -- the opportunity converted into this sale
+    opportunity_id  INTEGER REFERENCES opportunities(id),  -- the opportunity converted into this sale
+    amounts_cache   TEXT  -- "untaxed tax total" frozen when the sale was cancelled (cleared when reset to draft)
 );
 CREATE INDEX sales_party ON sales(party_id);
 CREATE INDEX sales_opportunity ON sales(opportunity_id);
@@ -85,6 +86,18 @@ CREATE TABLE shipments (
 );
 CREATE INDEX shipments_sale ON shipments(sale_id);
 
+-- What a shipment carries: one move per sale line (a backorder carries what is left of each line).
+CREATE TABLE shipment_moves (
+    id          INTEGER PRIMARY KEY,
+    shipment_id INTEGER NOT NULL REFERENCES shipments(id),
+    sale_id     INTEGER NOT NULL REFERENCES sales(id),
+    line_id     INTEGER NOT NULL REFERENCES sale_lines(id),
+    product_id  INTEGER NOT NULL REFERENCES products(id),
+    quantity    INTEGER NOT NULL CHECK (quantity > 0)
+);
+CREATE INDEX shipment_moves_shipment ON shipment_moves(shipment_id);
+CREATE INDEX shipment_moves_line ON shipment_moves(line_id);
+
 CREATE TABLE invoices (
     id            INTEGER PRIMARY KEY,
     sale_id       INTEGER NOT NULL REFERENCES sales(id),
@@ -93,9 +106,14 @@ CREATE TABLE invoices (
     untaxed       TEXT NOT NULL,
     tax           TEXT NOT NULL,
     total         TEXT NOT NULL,
-    paid          TEXT NOT NULL
+    paid          TEXT NOT NULL,                  -- payments applied to it
+    writeoff      TEXT NOT NULL DEFAULT '0.00',   -- written off when it was settled (negative: an excess kept)
+    overpaid      TEXT NOT NULL DEFAULT '0.00',   -- received beyond what it applied (left as the customer's
+                                                  -- credit, or kept by a negative write-off)
+    credit_of     INTEGER REFERENCES invoices(id) -- a credit note: the invoice it credits (negated amounts)
 );
 CREATE INDEX invoices_sale ON invoices(sale_id);
+CREATE INDEX invoices_credit_of ON invoices(credit_of);
 
 CREATE TABLE sequences (
     name TEXT PRIMARY KEY,

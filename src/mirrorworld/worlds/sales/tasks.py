@@ -299,7 +299,7 @@ class ShipOrder(TaskFamily):
         rows = image.query(
             "SELECT sh.id, s.id, s.number FROM shipments sh JOIN sales s ON s.id = sh.sale_id "
             "WHERE sh.state='waiting' AND NOT EXISTS (SELECT 1 FROM (SELECT product_id, SUM(quantity) AS q "
-            "FROM sale_lines WHERE sale_id=s.id GROUP BY product_id) n JOIN products p ON p.id=n.product_id "
+            "FROM shipment_moves WHERE shipment_id=sh.id GROUP BY product_id) n JOIN products p ON p.id=n.product_id "
             "WHERE p.on_hand < n.q) ORDER BY sh.id"
         )
         shid, sid, number = _pick(rng, rows, self.name)
@@ -315,6 +315,62 @@ class ShipOrder(TaskFamily):
             (("sale", sid),),
             (("sale", sid),),
             [_field("shipment sent", "shipments", shid, "state", "done")],
+        )
+
+
+class PartialShipment(TaskFamily):
+    name = "partial_shipment"
+    description = "Work order: send what is in stock of a short shipment now and backorder the rest."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT sh.id, s.id, s.number FROM shipments sh JOIN sales s ON s.id = sh.sale_id WHERE sh.state='waiting' "
+            "AND EXISTS (SELECT 1 FROM (SELECT product_id, SUM(quantity) AS q FROM shipment_moves "
+            "WHERE shipment_id=sh.id GROUP BY product_id) n JOIN products p ON p.id=n.product_id "
+            "WHERE p.on_hand < n.q) "
+            "AND EXISTS (SELECT 1 FROM shipment_moves m JOIN products p ON p.id=m.product_id "
+            "WHERE m.shipment_id=sh.id AND p.on_hand > 0) ORDER BY sh.id"
+        )
+        shid, sid, number = _pick(rng, rows, self.name)
+        backorder = _next_id(image, "shipments")
+        moves = image.query(
+            "SELECT m.product_id, m.quantity, p.on_hand FROM shipment_moves m JOIN products p ON p.id=m.product_id "
+            "WHERE m.shipment_id=? ORDER BY m.line_id, m.id",
+            (shid,),
+        )
+        left = {int(p): int(h) for p, _q, h in moves}
+        later: dict[int, int] = {}
+        for product, quantity, _h in moves:
+            take = min(int(quantity), left[int(product)])
+            left[int(product)] -= take
+            if take < int(quantity):
+                later[int(product)] = later.get(int(product), 0) + int(quantity) - take
+        names = {int(i): str(n) for i, n, _p in _products(image)}
+        missing = ", ".join(f"{q} x {names[p]}" for p, q in sorted(later.items()))
+        return _task(
+            self,
+            seed,
+            f"Work order from the warehouse lead: order {number} cannot wait for the missing stock. Send what is "
+            "in stock now, backorder the rest, and report back with respond.",
+            [
+                ToolCall("ship_shipment", {"shipment_id": shid, "partial": True}),
+                ToolCall(
+                    "respond",
+                    {"message": f"Order {number} went out in part; backorder shipment {backorder} holds {missing}."},
+                ),
+            ],
+            (("sale", sid),),
+            (("sale", sid),),
+            [
+                _field("sent in part", "shipments", shid, "state", "done"),
+                _field("backordered", "sales", sid, "shipment_state", "partially shipped"),
+                Check(
+                    "backorder waiting",
+                    "count",
+                    {"table": "shipments", "where": {"id": backorder, "sale_id": sid, "state": "waiting"}, "min": 1},
+                ),
+            ],
+            (Fact("backorder shipment", str(backorder), "id"),),
         )
 
 
@@ -506,6 +562,7 @@ FAMILIES: tuple[TaskFamily, ...] = (
     DiscountQuotation(),
     ConfirmOrder(),
     ShipOrder(),
+    PartialShipment(),
     CollectPayment(),
     CancelQuotation(),
     ConvertOpportunity(),

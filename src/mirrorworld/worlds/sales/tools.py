@@ -30,10 +30,12 @@ from mirrorworld.worlds.sales.rules import (
     check_line_discount,
     check_payment_amount,
     check_quantity,
+    currency_text,
     discount_read_back,
     money,
     price_text,
     unit_price,
+    writeoff_refusal,
 )
 
 PartyId = Annotated[int, Ref("parties")]
@@ -110,7 +112,15 @@ def tax_rounding(db: Db) -> str:
 
 
 def sale_amounts(db: Db, sale_id: int) -> tuple[str, str, str]:
-    """(untaxed, tax, total) of a sale, from its lines."""
+    """(untaxed, tax, total) of a sale: from its lines, or as they were when it was cancelled.
+
+    The real system freezes a cancelled sale's amounts (a line removed from it
+    afterwards does not change them) until the sale is reset to draft.
+    """
+    row = db.one("SELECT amounts_cache FROM sales WHERE id=?", (sale_id,))
+    if row is not None and row["amounts_cache"]:
+        untaxed, tax, total = str(row["amounts_cache"]).split()
+        return untaxed, tax, total
     return amounts(_priced_lines(db, sale_id), tax_rounding(db))
 
 
@@ -290,7 +300,12 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
             "VALUES (?, NULL, 'draft', ?, ?, ?, '0.00')",
             (sale_id, untaxed, tax, total),
         )
-        db.execute("INSERT INTO shipments (sale_id, state) VALUES (?, 'waiting')", (sale_id,))
+        shipment = db.execute("INSERT INTO shipments (sale_id, state) VALUES (?, 'waiting')", (sale_id,)).lastrowid
+        db.execute(
+            "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity) "
+            "SELECT ?, sale_id, id, product_id, quantity FROM sale_lines WHERE sale_id=? ORDER BY id",
+            (shipment, sale_id),
+        )
         db.execute(
             "UPDATE sales SET state='processing', invoice_state='pending', shipment_state='waiting' WHERE id=?",
             (sale_id,),
@@ -307,7 +322,8 @@ def ops_cancel(db: Db, sale_id: int) -> dict[str, Any]:
     sale = _get(db, "sales", "sale", sale_id)
     if sale["state"] not in ("draft", "quotation"):
         raise _refused_click("cancel", _sale_name(sale), "Sale", "sale_workflow")
-    db.execute("UPDATE sales SET state='cancelled' WHERE id=?", (sale_id,))
+    frozen = " ".join(sale_amounts(db, sale_id))
+    db.execute("UPDATE sales SET state='cancelled', amounts_cache=? WHERE id=?", (frozen, sale_id))
     _process_opportunity(db, sale_id)
     return {"sale_id": sale_id, "number": sale["number"], "state": "cancelled"}
 
@@ -317,7 +333,7 @@ def ops_reopen(db: Db, sale_id: int) -> dict[str, Any]:
     sale = _get(db, "sales", "sale", sale_id)
     if sale["state"] not in ("quotation", "cancelled"):
         raise _refused_click("draft", _sale_name(sale), "Sale", "sale_workflow")
-    db.execute("UPDATE sales SET state='draft' WHERE id=?", (sale_id,))
+    db.execute("UPDATE sales SET state='draft', amounts_cache=NULL WHERE id=?", (sale_id,))
     return {"sale_id": sale_id, "number": sale["number"], "state": "draft"}
 
 
@@ -350,59 +366,242 @@ def _maybe_done(db: Db, sale_id: int) -> None:
     _process_opportunity(db, sale_id)
 
 
-def ops_ship(db: Db, shipment_id: int) -> dict[str, Any]:
+def ops_ship(db: Db, shipment_id: int, partial: bool = False) -> dict[str, Any]:
+    """Reserve a waiting shipment's moves from stock and send it, as the real system's assign, pick, pack, done.
+
+    Stock is reserved move by move in order (the lines' order), each taking
+    what is left of its product. Reserved in full, everything is sent. Short,
+    the shipment is sent only when ``partial``: with what could be reserved
+    (a move reserving nothing is dropped), and a backorder shipment (``waiting``)
+    takes what is left of each line; the sale is then ``partially shipped``.
+    Short and not ``partial``, or with nothing reservable at all, nothing
+    changes (the desk's all-or-nothing rule).
+    """
     shipment = _get(db, "shipments", "shipment", shipment_id)
     if shipment["state"] != "waiting":  # shipments are numbered in the order they are made, as their ids
         raise _refused_click("assign_wizard", str(shipment_id), "Stock Shipment Out", "sale_workflow")
-    needs = db.all(
-        "SELECT l.product_id, SUM(l.quantity) AS qty, p.on_hand, p.name FROM sale_lines l "
-        "JOIN products p ON p.id = l.product_id WHERE l.sale_id=? GROUP BY l.product_id ORDER BY l.product_id",
-        (shipment["sale_id"],),
+    moves = db.all(
+        "SELECT m.id, m.line_id, m.product_id, m.quantity, p.on_hand, p.name FROM shipment_moves m "
+        "JOIN products p ON p.id = m.product_id WHERE m.shipment_id=? ORDER BY m.line_id, m.id",
+        (shipment_id,),
     )
-    short = [n for n in needs if n["qty"] > n["on_hand"]]
-    if short:
-        names = ", ".join(f"{n['name']} ({n['on_hand']} of {n['qty']})" for n in short)
-        raise ToolError(
-            "validation_error", f"not enough stock to ship shipment {shipment_id}: {names}", rule="stock_availability"
-        )
-    for n in needs:
-        db.execute("UPDATE products SET on_hand=on_hand-? WHERE id=?", (n["qty"], n["product_id"]))
+    left = {m["product_id"]: m["on_hand"] for m in moves}
+    reserved = []
+    for m in moves:
+        take = min(m["quantity"], left[m["product_id"]])
+        left[m["product_id"]] -= take
+        reserved.append(take)
+    if any(r < m["quantity"] for r, m in zip(reserved, moves, strict=True)) and (not partial or not any(reserved)):
+        raise ToolError("validation_error", stock_shortage(shipment_id, moves, partial), rule="stock_availability")
+    backorder = None
+    for r, m in zip(reserved, moves, strict=True):
+        if r < m["quantity"]:
+            if backorder is None:
+                backorder = int(
+                    db.execute(
+                        "INSERT INTO shipments (sale_id, state) VALUES (?, 'waiting')", (shipment["sale_id"],)
+                    ).lastrowid
+                    or 0
+                )
+            db.execute(
+                "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity) VALUES (?,?,?,?,?)",
+                (backorder, shipment["sale_id"], m["line_id"], m["product_id"], m["quantity"] - r),
+            )
+        if r:
+            db.execute("UPDATE shipment_moves SET quantity=? WHERE id=?", (r, m["id"]))
+            db.execute("UPDATE products SET on_hand=on_hand-? WHERE id=?", (r, m["product_id"]))
+        else:
+            db.execute("DELETE FROM shipment_moves WHERE id=?", (m["id"],))
     db.execute("UPDATE shipments SET state='done' WHERE id=?", (shipment_id,))
-    db.execute("UPDATE sales SET shipment_state='sent' WHERE id=?", (shipment["sale_id"],))
+    state = "partially shipped" if backorder is not None else "sent"
+    db.execute("UPDATE sales SET shipment_state=? WHERE id=?", (state, shipment["sale_id"]))
     _maybe_done(db, shipment["sale_id"])
-    return {"shipment_id": shipment_id, "state": "done"}
+    out: dict[str, Any] = {"shipment_id": shipment_id, "state": "done"}
+    if partial:
+        out["backorder_id"] = backorder
+    return out
+
+
+def stock_shortage(shipment_id: int, moves: list[dict[str, Any]], partial: bool) -> str:
+    """The refusal of a shipment that cannot go (shared by the mirror and the twin's adapter)."""
+    need: dict[str, int] = {}
+    on_hand: dict[str, int] = {}
+    for m in moves:
+        need[m["name"]] = need.get(m["name"], 0) + int(m["quantity"])
+        on_hand[m["name"]] = int(m["on_hand"])
+    short = ", ".join(f"{n} ({on_hand[n]} of {q})" for n, q in need.items() if q > on_hand[n])
+    if partial:
+        return f"nothing in stock to ship shipment {shipment_id}: {short}"
+    return f"not enough stock to ship shipment {shipment_id}: {short}"
+
+
+def sale_invoice_state(db: Db, sale_id: int) -> str:
+    """A sale's invoice state from its invoices (credit notes are not the sale's), as the real system derives it:
+    ``paid`` once every invoice is paid or refunded (cancelled by a credit note), ``partially paid`` while only
+    some are, ``awaiting payment`` once one is posted, ``pending`` while all are drafts, ``none`` without any."""
+    rows = db.all("SELECT state, number FROM invoices WHERE sale_id=? AND credit_of IS NULL", (sale_id,))
+    if not rows:
+        return "none"
+    settled = [r["state"] == "paid" or (r["state"] == "cancelled" and r["number"] is not None) for r in rows]
+    if all(settled):
+        return "paid"
+    if any(settled):
+        return "partially paid"
+    if any(r["state"] == "posted" for r in rows):
+        return "awaiting payment"
+    return "pending"
+
+
+def _invoice_settled(db: Db, sale_id: int) -> None:
+    """Bring a sale up to date after one of its invoices moved (done once paid and sent)."""
+    db.execute("UPDATE sales SET invoice_state=? WHERE id=?", (sale_invoice_state(db, sale_id), sale_id))
+    _maybe_done(db, sale_id)
+
+
+def amount_due(inv: dict[str, Any]) -> Decimal:
+    """What is still to pay on an invoice: its total less payments while it is a draft or posted, else nothing
+    (a credit note's is negative: what the company owes the customer)."""
+    if inv["state"] not in ("draft", "posted"):
+        return Decimal(0)
+    return Decimal(inv["total"]) - Decimal(inv["paid"]) - Decimal(inv["writeoff"])
+
+
+def party_balance(db: Db, party_id: int) -> Decimal:
+    """What a customer owes on the books (negative: the customer's credit): every posted document's total less
+    what was paid or written off on it, less what was received beyond it."""
+    rows = db.all(
+        "SELECT i.total, i.paid, i.writeoff, i.overpaid FROM invoices i JOIN sales s ON s.id = i.sale_id "
+        "WHERE s.party_id=? AND i.number IS NOT NULL",
+        (party_id,),
+    )
+    return sum(
+        (Decimal(r["total"]) - Decimal(r["paid"]) - Decimal(r["writeoff"]) - Decimal(r["overpaid"]) for r in rows),
+        Decimal(0),
+    )
 
 
 def ops_post(db: Db, invoice_id: int) -> dict[str, Any]:
     inv = _get(db, "invoices", "invoice", invoice_id)
     if inv["state"] != "draft":
         raise _refused_click("post", _invoice_name(inv), "Account Invoice", "sale_workflow")
-    number = _next(db, "invoice")
+    number = _next(db, "invoice")  # invoices and credit notes share one sequence
     db.execute("UPDATE invoices SET state='posted', number=? WHERE id=?", (number, invoice_id))
-    db.execute("UPDATE sales SET invoice_state='awaiting payment' WHERE id=?", (inv["sale_id"],))
+    if inv["credit_of"] is None:
+        _invoice_settled(db, inv["sale_id"])
     return {"invoice_id": invoice_id, "number": number, "state": "posted", "total_amount": inv["total"]}
 
 
-def ops_pay(db: Db, invoice_id: int, amount: Decimal) -> dict[str, Any]:
+SETTLEMENTS = ("partial", "writeoff", "overpayment")
+"""How a payment that is not the exact amount due settles an invoice (the real system's pay wizard asks)."""
+
+
+def ops_pay(db: Db, invoice_id: int, amount: Decimal, settle: str = "partial") -> dict[str, Any]:
+    """Record a payment through the real system's pay wizard (see ``pay_invoice``).
+
+    The exact amount due pays the invoice whatever ``settle`` says. Less than
+    due: ``partial`` leaves the rest due, ``writeoff`` writes it off (the desk's
+    limit) and ``overpayment`` is refused (the remainder would need a write-off
+    method). More than due: ``partial`` is refused, ``overpayment`` leaves the
+    excess on the customer's account as credit, ``writeoff`` writes the excess
+    off (a negative write-off, within the desk's limit).
+    """
     inv = _get(db, "invoices", "invoice", invoice_id)
     check_payment_amount(amount)
+    name = _invoice_name(inv)
     if inv["state"] != "posted":
-        raise _refused_click("pay", _invoice_name(inv), "Account Invoice", "sale_workflow")
-    due = Decimal(inv["total"]) - Decimal(inv["paid"])
-    if amount > due:
+        raise _refused_click("pay", name, "Account Invoice", "sale_workflow")
+    if inv["credit_of"] is not None:
+        raise credit_note_paid(name)
+    due = amount_due(inv)
+    if settle == "writeoff" and amount != due:
+        refusal = writeoff_refusal(name, due - amount)
+        if refusal is not None:
+            raise refusal
+    if amount > due and settle == "partial":
         raise ToolError(
             "policy_refused",
-            f'You cannot add a partial payment on invoice "{inv["number"]}" with an amount greater than the '
-            f'amount to pay "${money(due)}".',
+            f'You cannot add a partial payment on invoice "{name}" with an amount greater than the '
+            f'amount to pay "{currency_text(due)}".',
             rule="payment_limit",
         )
-    paid = Decimal(inv["paid"]) + amount
-    state = "paid" if paid == Decimal(inv["total"]) else "posted"
-    db.execute("UPDATE invoices SET paid=?, state=? WHERE id=?", (money(paid), state, invoice_id))
+    if amount < due and settle == "overpayment":
+        raise ToolError(
+            "validation_error",
+            f'To reconcile lines with "{currency_text(due - amount)}" write-off, you must select a write-off method.',
+            rule="payment_limit",
+        )
+    paid = Decimal(inv["paid"]) + min(amount, due)
+    overpaid = Decimal(inv["overpaid"]) + max(amount - due, Decimal(0))
+    writeoff = due - amount if settle == "writeoff" else Decimal(0)
+    state = "posted" if amount < due and settle == "partial" else "paid"
+    db.execute(
+        "UPDATE invoices SET paid=?, writeoff=?, overpaid=?, state=? WHERE id=?",
+        (money(paid), money(writeoff), money(overpaid), state, invoice_id),
+    )
     if state == "paid":
-        db.execute("UPDATE sales SET invoice_state='paid' WHERE id=?", (inv["sale_id"],))
-        _maybe_done(db, inv["sale_id"])
-    return {"invoice_id": invoice_id, "state": state, "amount_due": money(due - amount)}
+        _invoice_settled(db, inv["sale_id"])
+    party = _get(db, "sales", "sale", inv["sale_id"])["party_id"]
+    return {
+        "invoice_id": invoice_id,
+        "state": state,
+        "amount_due": money(due - amount) if state == "posted" else "0.00",
+        "writeoff": money(writeoff),
+        "customer_balance": money(party_balance(db, party)),
+    }
+
+
+def credit_note_paid(name: str) -> ToolError:
+    """The desk's refusal to pay a credit note (refunds are not paid at the desk)."""
+    return ToolError(
+        "policy_refused",
+        f'"{name}" is a credit note: the desk records customer payments, not refunds',
+        rule="credit_note",
+    )
+
+
+def credit_refusal(inv_name: str, state: str, is_credit_note: bool) -> ToolError | None:
+    """The desk's refusal to credit a draft or cancelled invoice, or a credit note."""
+    if is_credit_note:
+        return ToolError("invalid_state", f'"{inv_name}" is a credit note; only an invoice is credited', rule="credit_note")
+    if state not in ("posted", "paid"):
+        return ToolError(
+            "invalid_state", f'invoice "{inv_name}" is {state}; only a posted or paid invoice is credited', rule="credit_note"
+        )
+    return None
+
+
+def ops_credit(db: Db, invoice_id: int) -> dict[str, Any]:
+    """Credit an invoice through the real system's credit wizard, with a refund where the wizard offers one.
+
+    The credit note negates the invoice (same lines, negative quantities). A
+    posted invoice nothing was paid on is refunded: the credit note is posted
+    (numbered from the invoice sequence) and settles it, the invoice is
+    cancelled and counts as settled for its sale. Otherwise (paid, or partly
+    paid) the credit note is a draft, to be posted with ``post_invoice``.
+    """
+    inv = _get(db, "invoices", "invoice", invoice_id)
+    refusal = credit_refusal(_invoice_name(inv), inv["state"], inv["credit_of"] is not None)
+    if refusal is not None:
+        raise refusal
+    refund = inv["state"] == "posted" and Decimal(inv["paid"]) == 0
+    number = _next(db, "invoice") if refund else None
+    negated = [money(-Decimal(inv[k])) for k in ("untaxed", "tax", "total")]
+    cur = db.execute(
+        "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid, credit_of) "
+        "VALUES (?, ?, ?, ?, ?, ?, '0.00', ?)",
+        (inv["sale_id"], number, "paid" if refund else "draft", *negated, invoice_id),
+    )
+    if refund:
+        db.execute("UPDATE invoices SET state='cancelled' WHERE id=?", (invoice_id,))
+        _invoice_settled(db, inv["sale_id"])
+    return {
+        "invoice_id": invoice_id,
+        "invoice_state": "cancelled" if refund else inv["state"],
+        "credit_note_id": int(cur.lastrowid or 0),
+        "number": number,
+        "state": "paid" if refund else "draft",
+        "total_amount": negated[2],
+    }
 
 
 # -- read tools -------------------------------------------------------------------
@@ -432,7 +631,7 @@ def search_parties(ctx: ToolContext, query: str) -> dict[str, Any]:
 
 @tool("read")
 def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
-    """Open a customer: address, contact mechanisms, leads and sales.
+    """Open a customer: address, contact mechanisms, leads, sales and balance (what they owe; negative: credit).
 
     Args:
         party_id: The party's id.
@@ -449,6 +648,7 @@ def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
         "contacts": contacts,
         "opportunities": opps,
         "sales": sales,
+        "balance": money(party_balance(ctx, party_id)),
     }
 
 
@@ -498,18 +698,38 @@ def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
         sale_id: The sale's id.
     """
     sale = _get(ctx, "sales", "sale", sale_id)
+    sale.pop("amounts_cache")
     lines = ctx.all(
         "SELECT id, product_id, quantity, unit_price, discount FROM sale_lines WHERE sale_id=? ORDER BY id",
         (sale_id,),
     )
-    untaxed, tax, total = amounts(((r["quantity"], r["unit_price"]) for r in lines), ctx.param("tax_rounding"))
+    untaxed, tax, total = sale_amounts(ctx, sale_id)
     return {
         "sale": {**sale, "untaxed_amount": untaxed, "tax_amount": tax, "total_amount": total},
         "lines": lines,
         "approvals": ctx.all("SELECT id, discount, reason FROM approvals WHERE sale_id=? ORDER BY id", (sale_id,)),
-        "shipments": ctx.all("SELECT id, state FROM shipments WHERE sale_id=? ORDER BY id", (sale_id,)),
-        "invoices": ctx.all("SELECT id, number, state, total FROM invoices WHERE sale_id=? ORDER BY id", (sale_id,)),
+        "shipments": _shipments(ctx, sale_id),
+        "invoices": ctx.all(
+            "SELECT id, number, state, total FROM invoices WHERE sale_id=? AND credit_of IS NULL ORDER BY id", (sale_id,)
+        ),
+        "credit_notes": ctx.all(
+            "SELECT id, number, state, total, credit_of AS invoice_id FROM invoices "
+            "WHERE sale_id=? AND credit_of IS NOT NULL ORDER BY id",
+            (sale_id,),
+        ),
     }
+
+
+def _shipments(db: Db, sale_id: int) -> list[dict[str, Any]]:
+    """A sale's shipments with what each carries (moves by product and quantity)."""
+    out = []
+    for sh in db.all("SELECT id, state FROM shipments WHERE sale_id=? ORDER BY id", (sale_id,)):
+        moves = db.all(
+            "SELECT product_id, quantity FROM shipment_moves WHERE shipment_id=? ORDER BY product_id, quantity",
+            (sh["id"],),
+        )
+        out.append({**sh, "moves": moves})
+    return out
 
 
 @tool("read")
@@ -526,14 +746,26 @@ def list_sales(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
 
 @tool("read")
 def get_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
-    """Open an invoice: number, state, amounts, paid and still due.
+    """Open an invoice or credit note: number, state, amounts, paid, written off, still due, credit notes.
+
+    A credit note has ``type`` ``credit_note``, negative amounts and the
+    invoice it credits in ``credit_of``; an invoice lists its credit notes.
 
     Args:
         invoice_id: The invoice's id.
     """
     inv = _get(ctx, "invoices", "invoice", invoice_id)
-    due = Decimal(inv["total"]) - Decimal(inv["paid"])
-    return {"invoice": {**inv, "amount_due": money(due)}}
+    notes = ctx.all("SELECT id, number, state, total FROM invoices WHERE credit_of=? ORDER BY id", (invoice_id,))
+    keys = ("id", "sale_id", "number", "state", "untaxed", "tax", "total", "paid", "writeoff")
+    return {
+        "invoice": {
+            **{k: inv[k] for k in keys},
+            "amount_due": money(amount_due(inv)),
+            "type": "invoice" if inv["credit_of"] is None else "credit_note",
+            "credit_of": inv["credit_of"],
+            "credit_notes": notes,
+        }
+    }
 
 
 # -- write tools ------------------------------------------------------------------
@@ -688,18 +920,23 @@ def cancel_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
 
 
 @tool("write")
-def ship_shipment(ctx: ToolContext, shipment_id: ShipmentId) -> dict[str, Any]:
-    """Reserve a waiting shipment's products from stock and send it (all or nothing).
+def ship_shipment(ctx: ToolContext, shipment_id: ShipmentId, partial: bool = False) -> dict[str, Any]:
+    """Reserve a waiting shipment's products from stock and send it.
+
+    Without ``partial`` it goes only when everything is in stock. With
+    ``partial`` it goes with what is in stock, and a backorder shipment takes
+    the rest (``backorder_id``; null when nothing was short).
 
     Args:
         shipment_id: The shipment's id.
+        partial: Send what is in stock now and backorder the rest.
     """
-    return ops_ship(ctx, shipment_id)
+    return ops_ship(ctx, shipment_id, partial)
 
 
 @tool("write")
 def post_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
-    """Post a draft invoice, giving it its invoice number.
+    """Post a draft invoice or credit note, giving it its number (one sequence for both).
 
     Args:
         invoice_id: The invoice's id.
@@ -708,14 +945,42 @@ def post_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
 
 
 @tool("write")
-def pay_invoice(ctx: ToolContext, invoice_id: InvoiceId, amount: Decimal) -> dict[str, Any]:
-    """Record a customer payment on a posted invoice (at most the amount due).
+def pay_invoice(
+    ctx: ToolContext,
+    invoice_id: InvoiceId,
+    amount: Decimal,
+    settle: Literal["partial", "writeoff", "overpayment"] = "partial",
+) -> dict[str, Any]:
+    """Record a customer payment on a posted invoice.
+
+    The exact amount due pays it. Otherwise ``settle`` says how: ``partial``
+    (less than due; the rest stays due), ``writeoff`` (pay it off and write
+    the difference off, at most $5.00 either way) or ``overpayment`` (more than
+    due; the excess stays on the customer's account as credit). Returns the
+    invoice's state, what is still due, the amount written off and the
+    customer's balance (negative: credit).
 
     Args:
         invoice_id: The invoice's id.
         amount: The amount paid, in dollars.
+        settle: partial, writeoff or overpayment.
     """
-    return ops_pay(ctx, invoice_id, amount)
+    return ops_pay(ctx, invoice_id, amount, settle)
+
+
+@tool("write")
+def credit_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
+    """Issue a credit note for a posted or paid invoice (the whole invoice, negated).
+
+    A posted invoice nothing was paid on is refunded at once: the credit note
+    is posted and numbered, and the invoice is cancelled. Otherwise the credit
+    note is a draft: post it with post_invoice, which leaves its amount as the
+    customer's credit.
+
+    Args:
+        invoice_id: The invoice's id.
+    """
+    return ops_credit(ctx, invoice_id)
 
 
 @tool("terminal")
@@ -757,5 +1022,6 @@ TOOLS: tuple[ToolSpec, ...] = (
     ship_shipment,
     post_invoice,
     pay_invoice,
+    credit_invoice,
     respond,
 )

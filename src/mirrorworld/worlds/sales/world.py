@@ -34,6 +34,7 @@ _OWNERS: dict[str, tuple[str, str]] = {
     "sale_lines": ("sale", "sale_id"),
     "approvals": ("sale", "sale_id"),
     "shipments": ("sale", "sale_id"),
+    "shipment_moves": ("sale", "sale_id"),
     "invoices": ("sale", "sale_id"),
 }
 
@@ -61,6 +62,14 @@ def _opportunity_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | No
     return {"number": row[0], "party": row[1], "amount": _dec(row[2]), "state": row[3], "reason_given": bool(row[4])}
 
 
+def _moves(db: sqlite3.Connection, shipment_id: int) -> list[list[int]]:
+    rows = db.execute(
+        "SELECT product_id, quantity FROM shipment_moves WHERE shipment_id=? ORDER BY product_id, quantity",
+        (shipment_id,),
+    ).fetchall()
+    return [[p, q] for p, q in rows]
+
+
 def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
     row = db.execute(
         "SELECT number, party_id, state, invoice_state, shipment_state, opportunity_id FROM sales WHERE id=?",
@@ -73,9 +82,11 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
         (ident,),
     ).fetchall()
     approvals = db.execute("SELECT discount FROM approvals WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
-    shipments = db.execute("SELECT state FROM shipments WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
+    shipments = db.execute("SELECT id, state FROM shipments WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
     invoices = db.execute(
-        "SELECT number, state, untaxed, tax, total, paid FROM invoices WHERE sale_id=? ORDER BY id", (ident,)
+        "SELECT number, state, untaxed, tax, total, paid, writeoff, credit_of IS NOT NULL FROM invoices "
+        "WHERE sale_id=? ORDER BY id",
+        (ident,),
     ).fetchall()
     return {
         "number": row[0],
@@ -86,9 +97,16 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
         "opportunity": row[5],
         "lines": [[p, q, _dec(u)] for p, q, u in lines],
         "approvals": sorted(_dec(a[0]) for a in approvals),
-        "shipments": [s[0] for s in shipments],
-        "invoices": [[n, st, _dec(u), _dec(t), _dec(tot), _dec(pd)] for n, st, u, t, tot, pd in invoices],
+        "shipments": [[s[1], _moves(db, s[0])] for s in shipments],
+        "invoices": [_document(i) for i in invoices if not i[7]],
+        "credit_notes": [_document(i) for i in invoices if i[7]],
     }
+
+
+def _document(row: tuple[Any, ...]) -> list[Any]:
+    """An invoice or credit note: number, state, untaxed, tax, total, paid, written off."""
+    number, state, *figures = row[:7]
+    return [number, state, *(_dec(f) for f in figures)]
 
 
 def canonical_state(db: sqlite3.Connection) -> dict[str, Any]:
@@ -108,8 +126,8 @@ def canonical_state(db: sqlite3.Connection) -> dict[str, Any]:
         out[f"sale:{sid}"] = _sale_view(db, sid)
     shipped = dict(
         db.execute(
-            "SELECT l.product_id, SUM(l.quantity) FROM sale_lines l JOIN shipments s ON s.sale_id = l.sale_id "
-            "WHERE s.state = 'done' GROUP BY l.product_id"
+            "SELECT m.product_id, SUM(m.quantity) FROM shipment_moves m JOIN shipments s ON s.id = m.shipment_id "
+            "WHERE s.state = 'done' GROUP BY m.product_id"
         ).fetchall()
     )
     for pid, on_hand in db.execute("SELECT id, on_hand FROM products ORDER BY id").fetchall():
@@ -119,28 +137,35 @@ def canonical_state(db: sqlite3.Connection) -> dict[str, Any]:
 
 
 def _ledger(db: sqlite3.Connection) -> dict[str, Any]:
-    """The accounting side effects: what posted invoices and payments put on the books.
+    """The accounting side effects: what posted invoices, credit notes and payments put on the books.
 
-    ``receivable`` per customer (invoiced and not yet paid) and, for the
-    company, ``revenue`` (untaxed amounts), ``tax`` collected and ``cash``
-    received; the twin reads the same figures off Tryton's account move lines.
+    Every numbered document is on the books (a refunded invoice too: its
+    credit note's entry cancels it). ``receivable`` per customer (invoiced
+    and not yet paid or written off, less credit notes and what was received
+    beyond an invoice) and, for the company, ``revenue`` (untaxed amounts),
+    ``tax`` collected, ``cash`` received and ``writeoff`` (the expense of what
+    was written off, negative for an excess kept); the twin reads the same
+    figures off Tryton's account move lines.
     """
     rows = db.execute(
-        "SELECT s.party_id, i.untaxed, i.tax, i.total, i.paid FROM invoices i JOIN sales s ON s.id = i.sale_id "
-        "WHERE i.state IN ('posted', 'paid') ORDER BY i.id"
+        "SELECT s.party_id, i.untaxed, i.tax, i.total, i.paid, i.writeoff, i.overpaid FROM invoices i "
+        "JOIN sales s ON s.id = i.sale_id WHERE i.number IS NOT NULL ORDER BY i.id"
     ).fetchall()
     receivable: dict[int, Decimal] = {}
-    revenue = tax = cash = Decimal(0)
-    for party, untaxed, taxed, total, paid in rows:
-        receivable[party] = receivable.get(party, Decimal(0)) + Decimal(total) - Decimal(paid)
+    revenue = tax = cash = writeoff = Decimal(0)
+    for party, untaxed, taxed, total, paid, written, over in rows:
+        due = Decimal(total) - Decimal(paid) - Decimal(written) - Decimal(over)
+        receivable[party] = receivable.get(party, Decimal(0)) + due
         revenue += Decimal(untaxed)
         tax += Decimal(taxed)
-        cash += Decimal(paid)
+        cash += Decimal(paid) + Decimal(over)
+        writeoff += Decimal(written)
     return {
         "receivable": {str(p): _dec(v) for p, v in sorted(receivable.items())},
         "revenue": _dec(revenue),
         "tax": _dec(tax),
         "cash": _dec(cash),
+        "writeoff": _dec(writeoff),
     }
 
 
