@@ -28,12 +28,12 @@ same run, on the same calls, after the comparison: a sample of the replayed
 traces (every k-th, about :data:`SPEED_CALLS` calls in all) is replayed
 :data:`SPEED_REPEATS` times in a row on each backend, on fresh sessions, with
 the garbage collector paused during the timed calls; each trace's best
-repetition counts, in wall-clock and in process CPU time, for both sides alike.
+repetition counts, in wall-clock and in process CPU time, for both sides alike
+(:mod:`mirrorworld.fidelity.timing`; each backend in a process of its own).
 """
 
 from __future__ import annotations
 
-import gc
 import random
 import re
 import time
@@ -45,6 +45,7 @@ from typing import Any
 from mirrorworld.core.session import ToolResult
 from mirrorworld.core.task import ToolCall
 from mirrorworld.core.world import World
+from mirrorworld.fidelity.timing import time_in_child, time_traces
 from mirrorworld.fidelity.traces import Trace, random_call
 from mirrorworld.twin.backend import TwinBackend
 
@@ -349,26 +350,6 @@ def _time_both(run: FidelityRun, world: World, twin: TwinBackend, traces: list[l
     total = sum(len(t) for t in traces)
     step = max(1, -(-total // SPEED_CALLS))
     sample = [t for t in traces[::step] if t]
-    for calls in sample:
-        for side, open_session in (("mirror", world.session), ("twin", twin.session)):
-            best_wall = best_cpu = float("inf")
-            for _ in range(SPEED_REPEATS):
-                with open_session() as session:
-                    call = session.call
-                    gc.collect()
-                    gc.disable()
-                    try:
-                        w0, c0 = time.perf_counter(), time.process_time()
-                        for c in calls:
-                            call(c.tool, c.args)
-                        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-                    finally:
-                        gc.enable()
-                best_wall, best_cpu = min(best_wall, wall), min(best_cpu, cpu)
-            if side == "mirror":
-                run.mirror_seconds += best_wall
-                run.mirror_cpu += best_cpu
-            else:
-                run.twin_seconds += best_wall
-                run.twin_cpu += best_cpu
+    run.mirror_seconds, run.mirror_cpu = time_in_child(world, sample, SPEED_REPEATS)
+    run.twin_seconds, run.twin_cpu = time_traces(twin.session, sample, SPEED_REPEATS)
     run.timed_calls = sum(len(t) for t in sample)

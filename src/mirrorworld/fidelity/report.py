@@ -22,12 +22,14 @@ QUALITY_BARS = {
     "real_agreement": 0.995,
     "real_share": 0.9,
     "min_calls": 3000,
-    "speed_ratio": 1000.0,
+    "speed_ratio": 250.0,
 }
 """What a full run must reach (a small CI run checks agreement, not size, share or speed).
 
 Agreement is judged over the calls the real system decided; ``real_share`` is
-the least fraction of a full run's calls it must decide."""
+the least fraction of a full run's calls it must decide. ``speed_ratio`` is
+over both backends timed the same way (:mod:`mirrorworld.fidelity.timing`):
+the mirror answers in tens of microseconds, Tryton in tens of milliseconds."""
 
 
 def _rate(pair: list[int]) -> float:
@@ -104,7 +106,7 @@ def failed_bars(data: dict[str, Any], *, full: bool) -> list[str]:
     if full and data["calls"] < QUALITY_BARS["min_calls"]:
         out.append(f"only {data['calls']} calls replayed (< {QUALITY_BARS['min_calls']})")
     if full and data["speed"]["ratio"] < QUALITY_BARS["speed_ratio"]:
-        out.append(f"mirror only {data['speed']['ratio']:.0f}x faster than the twin (< 1000x)")
+        out.append(f"mirror only {data['speed']['ratio']:.0f}x faster than the twin (< 250x)")
     return out
 
 
