@@ -199,3 +199,81 @@ def test_discounted_lines_are_priced_by_tryton_and_read_back_alike(twin: Any) ->
             assert a.ok and b.ok and a.data == b.data, (a.data, b.data)
         assert m.call("get_sale", {"sale_id": 1}).data["lines"] == t.call("get_sale", {"sale_id": 1}).data["lines"]
         assert t.canonical_state() == canonical_state(m.db)
+
+
+# The wider surface, call by call on both backends: conversion (converted, won, lost and back), reopening and
+# amending, partial shipments and their backorders, a cancelled sale's frozen amounts.
+SURFACE_TRACES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "convert_reopen_amend": [
+        ("convert_opportunity", {"opportunity_id": 2}),
+        ("get_sale", {"sale_id": 33}),
+        ("add_line", {"sale_id": 33, "product_id": 1, "quantity": 2, "discount": 0}),
+        ("quote_sale", {"sale_id": 33}),
+        ("get_opportunity", {"opportunity_id": 2}),
+        ("convert_opportunity", {"opportunity_id": 2}),
+        ("convert_opportunity", {"opportunity_id": 1}),
+        ("reopen_sale", {"sale_id": 33}),
+        ("remove_line", {"sale_id": 33, "line_id": 62}),
+        ("remove_line", {"sale_id": 33, "line_id": 62}),
+        ("add_line", {"sale_id": 33, "product_id": 4, "quantity": 3, "discount": 0}),
+        ("quote_sale", {"sale_id": 33}),
+        ("get_opportunity", {"opportunity_id": 2}),
+        ("remove_line", {"sale_id": 33, "line_id": 63}),
+        ("confirm_sale", {"sale_id": 33}),
+        ("get_opportunity", {"opportunity_id": 2}),
+        ("reopen_sale", {"sale_id": 33}),
+        ("convert_opportunity", {"opportunity_id": 5}),
+        ("cancel_sale", {"sale_id": 34}),
+        ("get_opportunity", {"opportunity_id": 5}),
+        ("reopen_sale", {"sale_id": 34}),
+        ("quote_sale", {"sale_id": 34}),
+        ("get_opportunity", {"opportunity_id": 5}),
+        ("reopen_sale", {"sale_id": 31}),
+        ("remove_line", {"sale_id": 33, "line_id": 1}),
+        ("remove_line", {"sale_id": 33, "line_id": 9999}),
+        ("get_sale", {"sale_id": 34}),
+    ],
+    "partial_shipment_backorder": [
+        ("create_quotation", {"party_id": 3}),
+        ("add_line", {"sale_id": 33, "product_id": 7, "quantity": 3}),
+        ("add_line", {"sale_id": 33, "product_id": 1, "quantity": 5}),
+        ("add_line", {"sale_id": 33, "product_id": 1, "quantity": 6}),
+        ("add_line", {"sale_id": 33, "product_id": 4, "quantity": 2}),
+        ("quote_sale", {"sale_id": 33}),
+        ("confirm_sale", {"sale_id": 33}),
+        ("get_sale", {"sale_id": 33}),
+        ("ship_shipment", {"shipment_id": 18}),
+        ("ship_shipment", {"shipment_id": 18, "partial": True}),
+        ("get_sale", {"sale_id": 33}),
+        ("ship_shipment", {"shipment_id": 19, "partial": True}),
+        ("ship_shipment", {"shipment_id": 19}),
+        ("get_product", {"product_id": 1}),
+        ("ship_shipment", {"shipment_id": 1, "partial": True}),
+        ("get_sale", {"sale_id": 14}),
+        ("post_invoice", {"invoice_id": 18}),
+        ("get_invoice", {"invoice_id": 18}),
+    ],
+    "cancelled_sale_amounts_frozen": [
+        ("get_sale", {"sale_id": 32}),
+        ("remove_line", {"sale_id": 32, "line_id": 60}),
+        ("get_sale", {"sale_id": 32}),
+        ("reopen_sale", {"sale_id": 32}),
+        ("get_sale", {"sale_id": 32}),
+        ("cancel_sale", {"sale_id": 32}),
+        ("remove_line", {"sale_id": 32, "line_id": 59}),
+        ("get_sale", {"sale_id": 32}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SURFACE_TRACES))
+def test_the_wider_surface_agrees_with_tryton_call_by_call(twin: Any, name: str) -> None:
+    from mirrorworld.fidelity.harness import compare, response
+
+    with WORLD.session() as m, twin.session() as t:
+        for tool, args in SURFACE_TRACES[name]:
+            a, b = response(m.call(tool, args)), response(t.call(tool, args))
+            assert compare(a, b) is None, (tool, args, a, b)
+            if not a["ok"]:
+                assert a["message"] == b["message"], (tool, args)
+        assert t.canonical_state() == canonical_state(m.db)
