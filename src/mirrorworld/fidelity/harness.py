@@ -147,6 +147,8 @@ class FidelityRun:
     """who decided -> tool -> calls (what the adapter and the shared code still decide)"""
     messages: list[int] = field(default_factory=lambda: [0, 0])
     """[same message, refusals both backends gave with the same code]"""
+    message_examples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """tool -> the first refusal whose messages differ (call, both messages)"""
     session_calls: int = 0
     """Calls answered by the session on both sides (replayed, not compared)."""
     gold_final: list[int] = field(default_factory=lambda: [0, 0])
@@ -305,7 +307,15 @@ def run_fidelity(
                 who[0] += 1
                 if not a["ok"]:
                     run.messages[1] += 1
-                    run.messages[0] += int(a["message"] == b["message"])
+                    same = a["message"] == b["message"]
+                    run.messages[0] += int(same)
+                    if not same and tool not in run.message_examples:
+                        run.message_examples[tool] = {
+                            "args": call.args,
+                            "mirror": a["message"],
+                            "twin": b["message"],
+                            "decided_by": decider,
+                        }
                 continue
             div = Divergence(trace.name, found[0], trace.family, step, call.tool, call.args, found[1], a, b)
             signature = (found[0], call.tool)

@@ -55,6 +55,7 @@ def to_dict(run: FidelityRun) -> dict[str, Any]:
             "same": run.messages[0],
             "compared": run.messages[1],
             "agreement": round(run.message_agreement, 6),
+            "examples": run.message_examples,
         },
         "gold_final_state": round(_rate(run.gold_final), 6),
         "gold_traces": run.gold_final[1],
@@ -124,6 +125,10 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
             for who, v in data["by_decider"].items()
         ),
         f"  refusal messages the same: {data['messages']['same']}/{data['messages']['compared']}",
+        *(
+            f"    {tool}: mirror {str(x['mirror'])[:60]!r} / twin {str(x['twin'])[:60]!r}"
+            for tool, x in data["messages"].get("examples", {}).items()
+        ),
         f"  gold solutions with the same final state: {data['gold_final_state']:.1%} of {data['gold_traces']}",
         f"  speed: mirror {sp['mirror_us_per_call']} us/call, twin {sp['twin_ms_per_call']} ms/call, "
         f"mirror {sp['ratio']:.0f}x faster (CPU time {sp['cpu_ratio']:.0f}x)",

@@ -73,7 +73,8 @@ def _pattern(q: str) -> str:
 
 
 def _sale_name(sale: Any) -> str:
-    return str(sale.number or sale.id)
+    """Tryton's name for a sale in messages: its number, else its id in brackets (``Sale.get_rec_name``)."""
+    return str(sale.number or f"({sale.id})")
 
 
 def context(pool: Any) -> dict[str, Any]:
