@@ -134,3 +134,67 @@ def test_the_twin_adapter_implements_every_tool_the_session_does_not_answer_itse
     answered_by_the_session = {"get_policy", "respond"}
     assert set(TWIN_TOOLS) == set(WORLD.tool_names) - answered_by_the_session
     assert all(fn.__name__ == name for name, fn in TWIN_TOOLS.items())
+
+
+def test_a_writeoff_settles_a_short_payment_within_the_desks_limit() -> None:
+    with WORLD.session() as s:
+        before = canonical_state(s.db)["ledger"]
+        # Invoice 11 is posted for $940.46: $10.46 short is above the $5.00 the desk writes off.
+        refused = _call(s, "pay_invoice", invoice_id=11, amount="930.00", settle="writeoff")["error"]
+        assert refused["code"] == "policy_refused" and refused["rule"] == "writeoff_limit"  # type: ignore[index]
+        paid = _call(s, "pay_invoice", invoice_id=11, amount="938.00", settle="writeoff")["data"]
+        assert paid["state"] == "paid" and paid["writeoff"] == "2.46"  # type: ignore[index]
+        invoice = _call(s, "get_invoice", invoice_id=11)["data"]["invoice"]  # type: ignore[index]
+        assert (invoice["paid"], invoice["writeoff"], invoice["amount_due"]) == ("938.00", "2.46", "0.00")
+        after = canonical_state(s.db)["ledger"]
+        assert after["writeoff"] == "2.46"
+        assert Decimal(before["receivable"]["3"]) - Decimal(after["receivable"]["3"]) == Decimal("940.46")
+        assert Decimal(after["cash"]) - Decimal(before["cash"]) == Decimal("938.00")
+
+
+def test_an_overpayment_leaves_the_excess_as_the_customers_credit() -> None:
+    with WORLD.session() as s:
+        below = _call(s, "pay_invoice", invoice_id=12, amount="900.00", settle="overpayment")["error"]
+        assert below["message"] == (  # type: ignore[index]
+            'To reconcile lines with "$6.11" write-off, you must select a write-off method.'
+        )
+        over = _call(s, "pay_invoice", invoice_id=12, amount="1000.00")["error"]
+        assert over["code"] == "policy_refused"  # type: ignore[index]  # a partial payment is at most what is due
+        paid = _call(s, "pay_invoice", invoice_id=12, amount="1000.00", settle="overpayment")["data"]
+        assert paid["state"] == "paid" and paid["customer_balance"] == "-93.89"  # type: ignore[index]
+        assert _call(s, "get_party", party_id=14)["data"]["balance"] == "-93.89"  # type: ignore[index]
+        assert canonical_state(s.db)["sale:25"]["invoice_state"] == "paid"
+
+
+def test_a_posted_invoice_is_refunded_by_a_credit_note_from_the_invoice_sequence() -> None:
+    next_number = str(WORLD.image.query("SELECT next FROM sequences WHERE name='invoice'")[0][0])
+    with WORLD.session() as s:
+        credit = _call(s, "credit_invoice", invoice_id=15)["data"]
+        assert credit == {  # the invoice was posted and nothing was paid on it
+            "invoice_id": 15,
+            "invoice_state": "cancelled",
+            "credit_note_id": 18,
+            "number": next_number,
+            "state": "paid",
+            "total_amount": "-972.22",
+        }
+        sale = _call(s, "get_sale", sale_id=28)["data"]
+        assert [i["id"] for i in sale["invoices"]] == [15]  # type: ignore[index]
+        assert sale["credit_notes"][0]["invoice_id"] == 15  # type: ignore[index]
+        assert sale["sale"]["invoice_state"] == "paid"  # type: ignore[index]  # a refunded invoice is settled
+        assert canonical_state(s.db)["ledger"]["receivable"]["22"] == "0"
+        assert _call(s, "credit_invoice", invoice_id=15)["error"]["code"] == "invalid_state"  # type: ignore[index]
+        assert _call(s, "credit_invoice", invoice_id=18)["error"]["rule"] == "credit_note"  # type: ignore[index]
+
+
+def test_a_paid_invoices_credit_note_is_a_draft_that_posting_turns_into_credit() -> None:
+    with WORLD.session() as s:
+        credit = _call(s, "credit_invoice", invoice_id=16)["data"]
+        assert (credit["state"], credit["number"], credit["invoice_state"]) == ("draft", None, "paid")  # type: ignore[index]
+        posted = _call(s, "post_invoice", invoice_id=credit["credit_note_id"])["data"]  # type: ignore[index]
+        assert posted["total_amount"] == "-187.14"  # type: ignore[index]
+        view = canonical_state(s.db)["sale:29"]
+        assert (view["state"], view["invoice_state"]) == ("done", "paid")  # the sale is not the credit note's
+        assert view["credit_notes"] == [[posted["number"], "posted", "-170.13", "-17.01", "-187.14", "0", "0"]]  # type: ignore[index]
+        refused = _call(s, "pay_invoice", invoice_id=credit["credit_note_id"], amount="10.00")["error"]  # type: ignore[index]
+        assert refused["rule"] == "credit_note"  # type: ignore[index]

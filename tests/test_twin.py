@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -131,6 +132,8 @@ TRYTON_DECIDES: list[tuple[str, Any, str]] = [
     ("post_invoice", {"invoice_id": 11}, "invalid_state"),
     ("pay_invoice", {"invoice_id": 1, "amount": "10.00"}, "invalid_state"),
     ("pay_invoice", {"invoice_id": 11, "amount": "940.47"}, "policy_refused"),
+    ("pay_invoice", {"invoice_id": 11, "amount": "940.00", "settle": "overpayment"}, "validation_error"),
+    ("pay_invoice", {"invoice_id": 16, "amount": "5.00", "settle": "writeoff"}, "invalid_state"),
     ("mark_lost", {"opportunity_id": 10, "reason": "late"}, "invalid_state"),
     ("qualify_lead", {"opportunity_id": 2}, "invalid_state"),
     ("add_contact", {"party_id": 3, "kind": "email", "value": "buyer@localhost"}, "validation_error"),
@@ -277,3 +280,111 @@ def test_the_wider_surface_agrees_with_tryton_call_by_call(twin: Any, name: str)
             if not a["ok"]:
                 assert a["message"] == b["message"], (tool, args)
         assert t.canonical_state() == canonical_state(m.db)
+
+
+# Payments settled every way Tryton's pay wizard offers, and credit notes through its credit wizard: the same
+# responses (data, or code and message) call by call and the same books at the end.
+SETTLEMENTS: dict[str, list[tuple[str, Any]]] = {
+    "short payment written off": [
+        ("pay_invoice", {"invoice_id": 11, "amount": "938.00", "settle": "writeoff"}),
+        ("get_invoice", {"invoice_id": 11}),
+        ("get_party", {"party_id": 3}),
+    ],
+    "excess written off": [("pay_invoice", {"invoice_id": 13, "amount": "2410.00", "settle": "writeoff"})],
+    "partial payments, then the rest written off": [
+        ("pay_invoice", {"invoice_id": 14, "amount": "1000.00"}),
+        ("pay_invoice", {"invoice_id": 14, "amount": "2225.00", "settle": "writeoff"}),
+        ("get_invoice", {"invoice_id": 14}),
+    ],
+    "overpayment left as credit": [
+        ("pay_invoice", {"invoice_id": 12, "amount": "1000.00", "settle": "overpayment"}),
+        ("get_party", {"party_id": 14}),
+        ("get_sale", {"sale_id": 25}),
+    ],
+    "a partial payment, then an overpayment": [
+        ("pay_invoice", {"invoice_id": 15, "amount": "500.00"}),
+        ("pay_invoice", {"invoice_id": 15, "amount": "480.00", "settle": "overpayment"}),
+    ],
+    "the exact amount due, settled any way": [
+        ("pay_invoice", {"invoice_id": 11, "amount": "940.46", "settle": "overpayment"}),
+        ("pay_invoice", {"invoice_id": 13, "amount": "2407.59", "settle": "writeoff"}),
+    ],
+    "refusals": [
+        ("pay_invoice", {"invoice_id": 11, "amount": "900.00", "settle": "overpayment"}),
+        ("pay_invoice", {"invoice_id": 11, "amount": "930.00", "settle": "writeoff"}),
+        ("pay_invoice", {"invoice_id": 11, "amount": "950.00", "settle": "writeoff"}),
+        ("pay_invoice", {"invoice_id": 11, "amount": "950.00", "settle": "partial"}),
+        ("pay_invoice", {"invoice_id": 16, "amount": "1.00", "settle": "overpayment"}),
+    ],
+    "a posted invoice refunded": [
+        ("credit_invoice", {"invoice_id": 15}),
+        ("get_invoice", {"invoice_id": 15}),
+        ("get_invoice", {"invoice_id": 18}),
+        ("get_sale", {"sale_id": 28}),
+        ("credit_invoice", {"invoice_id": 15}),
+        ("credit_invoice", {"invoice_id": 18}),
+    ],
+    "a paid invoice credited, its credit note posted": [
+        ("credit_invoice", {"invoice_id": 16}),
+        ("get_invoice", {"invoice_id": 18}),
+        ("pay_invoice", {"invoice_id": 18, "amount": "10.00"}),
+        ("post_invoice", {"invoice_id": 18}),
+        ("pay_invoice", {"invoice_id": 18, "amount": "10.00"}),
+        ("get_invoice", {"invoice_id": 16}),
+        ("get_sale", {"sale_id": 29}),
+        ("get_party", {"party_id": 3}),
+    ],
+    "a partly paid invoice credited": [
+        ("pay_invoice", {"invoice_id": 14, "amount": "100.00"}),
+        ("credit_invoice", {"invoice_id": 14}),
+        ("post_invoice", {"invoice_id": 18}),
+        ("get_party", {"party_id": 5}),
+        ("credit_invoice", {"invoice_id": 1}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(SETTLEMENTS))
+def test_settlements_and_credit_notes_agree_with_tryton(twin: Any, name: str) -> None:
+    from mirrorworld.fidelity.harness import response
+
+    with WORLD.session() as m, twin.session() as t:
+        for tool, args in SETTLEMENTS[name]:
+            a, b = response(m.call(tool, args)), response(t.call(tool, args))
+            assert a == b, (tool, args, a, b)
+        assert t.canonical_state() == canonical_state(m.db)
+
+
+def test_the_books_after_a_writeoff_an_overpayment_and_a_refund(twin: Any) -> None:
+    with twin.session() as t:
+        before = t.canonical_state()["ledger"]
+        assert t.call("pay_invoice", {"invoice_id": 11, "amount": "938.00", "settle": "writeoff"}).ok
+        assert t.call("pay_invoice", {"invoice_id": 12, "amount": "1000.00", "settle": "overpayment"}).ok
+        assert t.call("credit_invoice", {"invoice_id": 15}).ok
+        after = t.canonical_state()["ledger"]
+    assert after["writeoff"] == "2.46"  # the expense Tryton's write-off method booked
+    assert after["receivable"]["14"] == "-93.89"  # the overpaid excess is the customer's credit
+    assert after["receivable"]["22"] == "0"  # the refund cancels what invoice 15 put on the books
+    assert Decimal(after["revenue"]) == Decimal(before["revenue"]) - Decimal("883.84")
+    assert Decimal(after["cash"]) == Decimal(before["cash"]) + Decimal("1938.00")
+
+
+# Who decides: Tryton's wizards refuse an overpayment below what is due; the desk's rules (which Tryton has no
+# notion of) limit write-offs, keep credit notes unpaid and credit only posted or paid invoices.
+DECIDED: list[tuple[str, Any, str, str]] = [
+    ("pay_invoice", {"invoice_id": 11, "amount": "900.00", "settle": "overpayment"}, "real", "validation_error"),
+    ("pay_invoice", {"invoice_id": 11, "amount": "930.00", "settle": "writeoff"}, "adapter", "policy_refused"),
+    ("pay_invoice", {"invoice_id": 11, "amount": "938.00", "settle": "writeoff"}, "real", ""),
+    ("credit_invoice", {"invoice_id": 1}, "adapter", "invalid_state"),
+    ("credit_invoice", {"invoice_id": 16}, "real", ""),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "decider", "code"), DECIDED)
+def test_settlements_are_attributed_to_who_decided_them(
+    twin: Any, tool: str, args: Any, decider: str, code: str
+) -> None:
+    with twin.session() as t:
+        result = t.call(tool, args)
+        assert t.decided_by == decider
+        assert (result.error or {}).get("code", "") == code

@@ -212,6 +212,8 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
             "post_invoice",
             "pay_invoice",
             "pay_invoice",
+            "pay_invoice",
+            "credit_invoice",
         )
     )
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
@@ -314,13 +316,60 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
         return ToolCall(
             tool, {"invoice_id": _pick(rng, drafts_inv if rng.random() < 0.85 else _ids(s, "SELECT id FROM invoices"))}
         )
-    posted = s.db.execute("SELECT id, total, paid FROM invoices WHERE state='posted'").fetchall()
-    if posted and rng.random() < 0.85:
-        iid, total, paid = rng.choice(posted)
-        due = Decimal(total) - Decimal(paid)
-        amount = due if rng.random() < 0.6 else (due / 2).quantize(Decimal("0.01"))
-        return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(max(amount, Decimal("0.01")))})
-    return ToolCall("pay_invoice", {"invoice_id": _pick(rng, _ids(s, "SELECT id FROM invoices")), "amount": "10.00"})
+    if tool == "credit_invoice":
+        issued = _ids(s, "SELECT id FROM invoices WHERE state IN ('posted','paid') AND credit_of IS NULL")
+        return ToolCall(
+            tool, {"invoice_id": _pick(rng, issued if rng.random() < 0.85 else _ids(s, "SELECT id FROM invoices"))}
+        )
+    return _payment(rng, s)
+
+
+def _payment(rng: random.Random, s: Session) -> ToolCall:
+    """A payment on a posted invoice: the amount due, part of it, a little less or more, settled every way."""
+    posted = s.db.execute("SELECT id, total, paid FROM invoices WHERE state='posted' AND credit_of IS NULL").fetchall()
+    if not posted or rng.random() < 0.1:
+        return ToolCall(
+            "pay_invoice", {"invoice_id": _pick(rng, _ids(s, "SELECT id FROM invoices")), "amount": "10.00"}
+        )
+    iid, total, paid = rng.choice(posted)
+    due = Decimal(total) - Decimal(paid)
+    cents = Decimal(rng.randint(1, 499)).scaleb(-2)
+    roll = rng.random()
+    if roll < 0.4:
+        amount, settle = due, rng.choice((None, "partial", "writeoff", "overpayment"))
+    elif roll < 0.6:
+        amount, settle = (due / 2).quantize(Decimal("0.01")), "partial"
+    elif roll < 0.75:
+        amount, settle = due - cents, "writeoff"
+    elif roll < 0.9:
+        amount, settle = due + rng.choice((cents, Decimal("25.00"), Decimal("250.00"))), "overpayment"
+    else:
+        amount, settle = due + cents, "writeoff"
+    args: dict[str, Any] = {"invoice_id": int(iid), "amount": str(max(amount, Decimal("0.01")))}
+    if settle is not None:
+        args["settle"] = settle
+    return ToolCall("pay_invoice", args)
+
+
+def _refused_settlement(rng: random.Random, s: Session, kind: int) -> ToolCall:
+    """A payment or credit the real system (13) or the desk's rules (14, 15) refuse: an "overpayment" below the
+    amount due (the remainder needs a write-off method), a write-off above the desk's limit, a credit note paid,
+    a draft, cancelled or credit-note document credited."""
+    posted = s.db.execute("SELECT id, total, paid FROM invoices WHERE state='posted' AND credit_of IS NULL").fetchall()
+    iid, total, paid = rng.choice(posted) if posted else (1, "100.00", "0.00")
+    due = Decimal(total) - Decimal(paid)
+    if kind == 13:
+        amount = max(due - Decimal(rng.choice(("0.01", "3.00", "100.00"))), Decimal("0.01"))
+        return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(amount), "settle": "overpayment"})
+    if kind == 14:
+        gap = Decimal(rng.choice(("5.01", "12.00", "80.00")))
+        amount = due + gap if rng.random() < 0.3 else max(due - gap, Decimal("0.01"))
+        notes = _ids(s, "SELECT id FROM invoices WHERE state='posted' AND credit_of IS NOT NULL")
+        if notes and rng.random() < 0.3:
+            return ToolCall("pay_invoice", {"invoice_id": _pick(rng, notes), "amount": "10.00"})
+        return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(amount), "settle": "writeoff"})
+    others = _ids(s, "SELECT id FROM invoices WHERE state NOT IN ('posted','paid') OR credit_of IS NOT NULL")
+    return ToolCall("credit_invoice", {"invoice_id": _pick(rng, others)})
 
 
 INTERFACE_SHARE = 0.2
@@ -373,8 +422,10 @@ def _interface_call(rng: random.Random, s: Session) -> ToolCall:
 def _refused_call(rng: random.Random, s: Session) -> ToolCall:
     """A well-formed call the real system refuses: a record that is missing or in the wrong state, an invalid
     contact, an amount above what is due."""
-    kind = rng.randrange(13)
+    kind = rng.randrange(16)
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
+    if kind >= 13:
+        return _refused_settlement(rng, s, kind)
     if kind == 10:
         not_open = _ids(s, "SELECT id FROM opportunities WHERE state<>'opportunity'")
         return ToolCall("convert_opportunity", {"opportunity_id": _pick(rng, not_open)})

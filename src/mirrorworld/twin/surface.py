@@ -287,9 +287,35 @@ SALES: dict[str, ToolDecl] = {
     "post_invoice": ToolDecl("account.invoice", {"invoice_id": Key("account.invoice")}, buttons=("post",)),
     "pay_invoice": ToolDecl(
         "account.invoice",
-        {"invoice_id": Key("account.invoice"), "amount": Value("account.invoice.pay.start", "amount")},
+        {
+            "invoice_id": Key("account.invoice"),
+            "amount": Value("account.invoice.pay.start", "amount"),
+            "settle": Value(
+                "account.invoice.pay.ask",
+                "type",
+                (
+                    Differs(
+                        "required",
+                        "Tryton's wizard asks how to settle only when the amount is not the amount due; the desk "
+                        "answers partial unless told otherwise",
+                        False,
+                    ),
+                ),
+            ),
+        },
+        buttons=("pay",),
         wizard="account.invoice.pay",
-        errors={"trytond.modules.account_invoice.exceptions.PayInvoiceError": "policy_refused"},
+        errors={
+            "trytond.model.exceptions.AccessButtonError": "invalid_state",
+            "trytond.modules.account_invoice.exceptions.PayInvoiceError": "policy_refused",
+            "trytond.modules.account.exceptions.ReconciliationError": "validation_error",
+        },
+    ),
+    "credit_invoice": ToolDecl(
+        "account.invoice",
+        {"invoice_id": Key("account.invoice")},
+        wizard="account.invoice.credit",
+        creates=("account.invoice",),
     ),
     "respond": ToolDecl(
         None,

@@ -20,7 +20,7 @@ from mirrorworld.core.store import Image
 from mirrorworld.core.task import Check, EntityRef, Fact, Task, TaskFamily, ToolCall
 from mirrorworld.core.tools import json_number
 from mirrorworld.errors import TaskError
-from mirrorworld.worlds.sales.rules import PARAMETERS, amounts, money, unit_price
+from mirrorworld.worlds.sales.rules import PARAMETERS, WRITEOFF_MAX, amounts, money, unit_price
 
 WORLD = "sales"
 
@@ -402,6 +402,157 @@ class CollectPayment(TaskFamily):
         )
 
 
+def _open_invoices(image: Image) -> Sequence[tuple[Any, ...]]:
+    """(invoice id, state, total, untaxed, sale id, sale number, party) of invoices nothing was paid on yet."""
+    return image.query(
+        "SELECT i.id, i.state, i.total, i.untaxed, s.id, s.number, s.party_id FROM invoices i JOIN sales s "
+        "ON s.id=i.sale_id WHERE i.state IN ('draft','posted') AND i.paid='0.00' AND i.credit_of IS NULL ORDER BY i.id"
+    )
+
+
+class ShortPayment(TaskFamily):
+    name = "short_payment"
+    description = (
+        "A customer's payment arrives short by bank charges: write the difference off when the desk's limit "
+        "allows, else record a partial payment and say what is still due."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        iid, state, total, _untaxed, sid, number, pid = _pick(rng, _open_invoices(image), self.name)
+        fee = Decimal(rng.choice(("0.35", "1.20", "2.50", "3.80", "4.95", "6.40", "12.00", "27.50")))
+        amount = money(Decimal(total) - fee)
+        gold = [] if state == "posted" else [ToolCall("post_invoice", {"invoice_id": iid})]
+        pay: dict[str, Any] = {"invoice_id": iid, "amount": json_number(amount)}
+        if fee <= WRITEOFF_MAX:
+            pay["settle"] = "writeoff"
+            reply = (
+                f"We received your payment of ${amount} for order {number}; the ${fee} bank charge was written off "
+                "and the invoice is paid in full."
+            )
+            checks = [
+                _field("invoice paid", "invoices", iid, "state", "paid"),
+                _field("charge written off", "invoices", iid, "writeoff", money(fee)),
+            ]
+            facts = (Fact("amount paid", amount, "money", (total,)),)
+        else:
+            reply = f"We received your payment of ${amount} for order {number}; ${fee} is still due on the invoice."
+            checks = [
+                _field("invoice still open", "invoices", iid, "state", "posted"),
+                _field("payment recorded", "invoices", iid, "paid", amount),
+            ]
+            facts = (Fact("still due", money(fee), "money", (total,)),)
+        gold += [ToolCall("pay_invoice", pay), ToolCall("respond", {"message": reply})]
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                f"We paid ${amount} for order {number}; our bank deducted ${fee} in charges on the transfer. "
+                "Please record it.",
+            ),
+            gold,
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            checks,
+            facts,
+        )
+
+
+class RecordOverpayment(TaskFamily):
+    name = "record_overpayment"
+    description = "A customer pays more than an invoice's total: record the overpayment and state their credit."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        iid, state, total, untaxed, sid, number, pid = _pick(rng, _open_invoices(image), self.name)
+        excess = Decimal(rng.choice(("10.00", "12.50", "25.00", "40.00", "100.00")))
+        amount = money(Decimal(total) + excess)
+        gold = [] if state == "posted" else [ToolCall("post_invoice", {"invoice_id": iid})]
+        gold += [
+            ToolCall("pay_invoice", {"invoice_id": iid, "amount": json_number(amount), "settle": "overpayment"}),
+            ToolCall(
+                "respond",
+                {
+                    "message": f"We received your payment of ${amount} for order {number}: the invoice is paid and "
+                    f"the ${excess} excess is a credit on your account."
+                },
+            ),
+        ]
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image, pid, f"We sent ${amount} for order {number} by mistake, more than the invoice. Please record it."
+            ),
+            gold,
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [
+                _field("invoice paid", "invoices", iid, "state", "paid"),
+                _field("excess kept as credit", "invoices", iid, "overpaid", money(excess)),
+            ],
+            (Fact("credit", money(excess), "money", (total, untaxed)),),
+        )
+
+
+class CreditInvoice(TaskFamily):
+    name = "credit_invoice"
+    description = (
+        "A customer sends an invoiced order back: credit the invoice in full (refunded when unpaid; a paid one's "
+        "credit note is posted as the customer's credit) and give the credit note's number."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT i.id, i.number, i.state, i.total, i.paid, s.id, s.number, s.party_id FROM invoices i "
+            "JOIN sales s ON s.id=i.sale_id WHERE i.credit_of IS NULL AND i.state IN ('posted','paid') ORDER BY i.id"
+        )
+        refunded = [r for r in rows if r[2] == "posted" and Decimal(r[4]) == 0]
+        others = [r for r in rows if r not in refunded]
+        iid, inum, state, total, paid, sid, snum, pid = _pick(
+            rng, refunded if not others or (refunded and rng.random() < 0.5) else others, self.name
+        )
+        cid, number = _next_id(image, "invoices"), _next_number(image, "invoice")
+        gold = [ToolCall("credit_invoice", {"invoice_id": iid})]
+        if state == "posted" and Decimal(paid) == 0:
+            reply = f"Invoice {inum} is credited in full by credit note {number}; nothing is due on it any more."
+            checks = [
+                _field("invoice refunded", "invoices", iid, "state", "cancelled"),
+                Check(
+                    "credit note settles it",
+                    "count",
+                    {"table": "invoices", "where": {"credit_of": iid, "state": "paid"}, "min": 1, "max": 1},
+                ),
+            ]
+        else:
+            # The read between crediting and posting keeps the credit note's creation before its posting.
+            gold += [ToolCall("get_invoice", {"invoice_id": iid}), ToolCall("post_invoice", {"invoice_id": cid})]
+            reply = (
+                f"Invoice {inum} is credited in full by credit note {number}; the ${total} is now a credit on "
+                "your account."
+            )
+            checks = [
+                Check(
+                    "credit note posted",
+                    "count",
+                    {"table": "invoices", "where": {"id": cid, "credit_of": iid, "state": "posted"}, "min": 1},
+                ),
+            ]
+        gold.append(ToolCall("respond", {"message": reply}))
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image, pid, f"We sent the whole of order {snum} back. Please credit invoice {inum} in full."
+            ),
+            gold,
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            checks,
+            (Fact("credit note number", number, "id"),),
+        )
+
+
 class CancelQuotation(TaskFamily):
     name = "cancel_quotation"
     description = "A customer withdraws a draft or quoted order: cancel it."
@@ -564,6 +715,9 @@ FAMILIES: tuple[TaskFamily, ...] = (
     ShipOrder(),
     PartialShipment(),
     CollectPayment(),
+    ShortPayment(),
+    RecordOverpayment(),
+    CreditInvoice(),
     CancelQuotation(),
     ConvertOpportunity(),
     WinOpportunity(),

@@ -562,10 +562,14 @@ def credit_note_paid(name: str) -> ToolError:
 def credit_refusal(inv_name: str, state: str, is_credit_note: bool) -> ToolError | None:
     """The desk's refusal to credit a draft or cancelled invoice, or a credit note."""
     if is_credit_note:
-        return ToolError("invalid_state", f'"{inv_name}" is a credit note; only an invoice is credited', rule="credit_note")
+        return ToolError(
+            "invalid_state", f'"{inv_name}" is a credit note; only an invoice is credited', rule="credit_note"
+        )
     if state not in ("posted", "paid"):
         return ToolError(
-            "invalid_state", f'invoice "{inv_name}" is {state}; only a posted or paid invoice is credited', rule="credit_note"
+            "invalid_state",
+            f'invoice "{inv_name}" is {state}; only a posted or paid invoice is credited',
+            rule="credit_note",
         )
     return None
 
@@ -710,7 +714,8 @@ def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
         "approvals": ctx.all("SELECT id, discount, reason FROM approvals WHERE sale_id=? ORDER BY id", (sale_id,)),
         "shipments": _shipments(ctx, sale_id),
         "invoices": ctx.all(
-            "SELECT id, number, state, total FROM invoices WHERE sale_id=? AND credit_of IS NULL ORDER BY id", (sale_id,)
+            "SELECT id, number, state, total FROM invoices WHERE sale_id=? AND credit_of IS NULL ORDER BY id",
+            (sale_id,),
         ),
         "credit_notes": ctx.all(
             "SELECT id, number, state, total, credit_of AS invoice_id FROM invoices "
