@@ -117,7 +117,7 @@ class ToolDecl:
 
     ``session``: the twin's session answers the tool itself (``read`` or
     ``terminal``), no Tryton model is involved. Otherwise the tool's kind is
-    ``write`` when it runs a button or a wizard or creates a record, else
+    ``write`` when it runs a button or a wizard or creates or deletes a record, else
     ``read``. ``errors``: Tryton error classes (dotted paths) by the code the
     twin reports them under.
     """
@@ -127,6 +127,7 @@ class ToolDecl:
     buttons: tuple[str, ...] = ()
     wizard: str | None = None
     creates: tuple[str, ...] = ()
+    deletes: tuple[str, ...] = ()
     errors: Mapping[str, str] = field(default_factory=dict)
     session: Literal["read", "terminal"] | None = None
 
@@ -195,6 +196,9 @@ SALES: dict[str, ToolDecl] = {
         creates=("sale.opportunity",),
     ),
     "qualify_lead": ToolDecl("sale.opportunity", {"opportunity_id": Key("sale.opportunity")}, buttons=("opportunity",)),
+    "convert_opportunity": ToolDecl(
+        "sale.opportunity", {"opportunity_id": Key("sale.opportunity")}, buttons=("convert",), creates=("sale.sale",)
+    ),
     "mark_lost": ToolDecl(
         "sale.opportunity",
         {
@@ -264,12 +268,27 @@ SALES: dict[str, ToolDecl] = {
                     ),
                 ),
             ),
-            "discount": NoField(
-                "the sale_discount module is not activated: the twin prices the line at the discounted unit price "
-                "and keeps the discount in the line's note (the desk's approval rule reads it)"
+            "discount": Value(
+                "sale.line",
+                "discount_rate",
+                (
+                    Differs(
+                        "type",
+                        "the desk states a discount in percent with two decimals; sale_discount keeps it as a rate "
+                        "(percent / 100) and prices the line from it",
+                        "number",
+                    ),
+                ),
             ),
         },
         creates=("sale.line",),
+        errors={"trytond.model.exceptions.AccessError": "invalid_state"},
+    ),
+    "remove_line": ToolDecl(
+        "sale.line",
+        {"sale_id": Value("sale.line", "sale"), "line_id": Key("sale.line")},
+        deletes=("sale.line",),
+        errors={"trytond.model.exceptions.AccessError": "invalid_state"},
     ),
     "quote_sale": ToolDecl(
         "sale.sale",
@@ -277,12 +296,20 @@ SALES: dict[str, ToolDecl] = {
         buttons=("quote",),
         errors={"trytond.modules.sale.exceptions.SaleQuotationError": "validation_error"},
     ),
+    "reopen_sale": ToolDecl("sale.sale", {"sale_id": Key("sale.sale")}, buttons=("draft",)),
     "confirm_sale": ToolDecl("sale.sale", {"sale_id": Key("sale.sale")}, buttons=("confirm", "process")),
     "cancel_sale": ToolDecl("sale.sale", {"sale_id": Key("sale.sale")}, buttons=("cancel",)),
     "ship_shipment": ToolDecl(
         "stock.shipment.out",
-        {"shipment_id": Key("stock.shipment.out")},
-        buttons=("assign_try", "pick", "pack", "do"),
+        {
+            "shipment_id": Key("stock.shipment.out"),
+            "partial": NoField(
+                "the answer to Tryton's assign wizard when stock is short: ignore what could not be reserved "
+                "(assign_ignore) rather than cancel"
+            ),
+        },
+        buttons=("assign_wizard", "assign_try", "pick", "pack", "do"),
+        errors={"trytond.model.exceptions.AccessButtonError": "invalid_state"},
     ),
     "post_invoice": ToolDecl("account.invoice", {"invoice_id": Key("account.invoice")}, buttons=("post",)),
     "pay_invoice": ToolDecl(
@@ -468,7 +495,7 @@ def twin_surface(pool: Any, declaration: Mapping[str, ToolDecl] = SALES, *, code
             for b in decl.buttons:
                 if Model is not None and b not in buttons:
                     reader.miss(name, None, f"no button {b} on {decl.model}")
-        for created in decl.creates:
+        for created in (*decl.creates, *decl.deletes):
             reader.model(created, name)
         if decl.wizard is not None:
             try:
@@ -508,7 +535,7 @@ def twin_surface(pool: Any, declaration: Mapping[str, ToolDecl] = SALES, *, code
         if decl.session is not None:
             kind = decl.session
         else:
-            kind = "write" if decl.buttons or decl.wizard or decl.creates else "read"
+            kind = "write" if decl.buttons or decl.wizard or decl.creates or decl.deletes else "read"
         tools[name] = {"kind": kind, "args": args, "errors": sorted(found_codes)}
     for name in sorted(set(TWIN_TOOLS) - set(declaration)):
         reader.miss(name, None, "the twin implements it, and the declaration does not describe it")
