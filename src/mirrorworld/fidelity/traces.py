@@ -12,8 +12,10 @@ state. Sources:
   shipment to ship...), which walk the state machines far from any task;
 * ``invalid`` — seeded random sequences mixing valid calls with bad input:
   mostly well-formed calls the real system refuses (missing records, records
-  in the wrong state, invalid e-mails and phone numbers, payments above what
-  is due), and a fifth (:data:`INTERFACE_SHARE`) that the shared argument
+  in the wrong state, invalid e-mails and phone numbers, partial payments
+  above what is due, overpayments below it) or the desk's own rules refuse
+  (write-offs above its limit, credit notes paid or credited, drafts
+  credited), and a fifth (:data:`INTERFACE_SHARE`) that the shared argument
   interface refuses before any backend runs (unknown tools, malformed JSON,
   wrong types, out-of-range values), which tests the interface, not fidelity;
 * ``recorded`` — recorded agent trajectories: a run file written by
@@ -319,7 +321,7 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
     if tool == "credit_invoice":
         issued = _ids(s, "SELECT id FROM invoices WHERE state IN ('posted','paid') AND credit_of IS NULL")
         return ToolCall(
-            tool, {"invoice_id": _pick(rng, issued if rng.random() < 0.85 else _ids(s, "SELECT id FROM invoices"))}
+            tool, {"invoice_id": _pick(rng, issued if rng.random() < 0.95 else _ids(s, "SELECT id FROM invoices"))}
         )
     return _payment(rng, s)
 
@@ -352,8 +354,8 @@ def _payment(rng: random.Random, s: Session) -> ToolCall:
 
 
 def _refused_settlement(rng: random.Random, s: Session, kind: int) -> ToolCall:
-    """A payment or credit the real system (13) or the desk's rules (14, 15) refuse: an "overpayment" below the
-    amount due (the remainder needs a write-off method), a write-off above the desk's limit, a credit note paid,
+    """A payment or credit the real system (13) or the desk's rules (14) refuse: an "overpayment" below the
+    amount due (the remainder needs a write-off method); a write-off above the desk's limit, a credit note paid,
     a draft, cancelled or credit-note document credited."""
     posted = s.db.execute("SELECT id, total, paid FROM invoices WHERE state='posted' AND credit_of IS NULL").fetchall()
     iid, total, paid = rng.choice(posted) if posted else (1, "100.00", "0.00")
@@ -361,13 +363,14 @@ def _refused_settlement(rng: random.Random, s: Session, kind: int) -> ToolCall:
     if kind == 13:
         amount = max(due - Decimal(rng.choice(("0.01", "3.00", "100.00"))), Decimal("0.01"))
         return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(amount), "settle": "overpayment"})
-    if kind == 14:
+    desk = rng.randrange(3)
+    if desk == 0:
         gap = Decimal(rng.choice(("5.01", "12.00", "80.00")))
         amount = due + gap if rng.random() < 0.3 else max(due - gap, Decimal("0.01"))
-        notes = _ids(s, "SELECT id FROM invoices WHERE state='posted' AND credit_of IS NOT NULL")
-        if notes and rng.random() < 0.3:
-            return ToolCall("pay_invoice", {"invoice_id": _pick(rng, notes), "amount": "10.00"})
         return ToolCall("pay_invoice", {"invoice_id": int(iid), "amount": str(amount), "settle": "writeoff"})
+    notes = _ids(s, "SELECT id FROM invoices WHERE state='posted' AND credit_of IS NOT NULL")
+    if desk == 1 and notes:
+        return ToolCall("pay_invoice", {"invoice_id": _pick(rng, notes), "amount": "10.00"})
     others = _ids(s, "SELECT id FROM invoices WHERE state NOT IN ('posted','paid') OR credit_of IS NOT NULL")
     return ToolCall("credit_invoice", {"invoice_id": _pick(rng, others)})
 
@@ -422,7 +425,7 @@ def _interface_call(rng: random.Random, s: Session) -> ToolCall:
 def _refused_call(rng: random.Random, s: Session) -> ToolCall:
     """A well-formed call the real system refuses: a record that is missing or in the wrong state, an invalid
     contact, an amount above what is due."""
-    kind = rng.randrange(16)
+    kind = rng.randrange(15)
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
     if kind >= 13:
         return _refused_settlement(rng, s, kind)
