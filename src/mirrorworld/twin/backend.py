@@ -20,11 +20,13 @@ opens a :class:`TwinSession`, which is to the twin what
   ``real`` — Tryton: its models answered, its workflow, validation or wizard
   accepted or refused; ``adapter`` — a rule of the desk's that the adapter
   applies to Tryton's state (discount approvals, which Tryton has no notion
-  of, and all-or-nothing shipping); ``shared`` — mirror code both backends
-  run: the argument interface (unknown tools, argument validation, the
-  ``rules.py`` checks and text cleaning) and the calls the session answers
-  itself (``get_policy``, ``respond``). A refusal is attributed to the code
-  that raised it: the module of the innermost frame of the exception.
+  of, all-or-nothing shipping, the write-off limit, which invoices are
+  credited and that credit notes are not paid); ``shared`` — mirror code
+  both backends run: the argument interface (unknown tools, argument
+  validation, the ``rules.py`` checks and text cleaning) and the calls the
+  session answers itself (``get_policy``, ``respond``). A refusal is
+  attributed to the code that raised it: the module of the innermost frame of
+  the exception.
 
 Tryton holds process-wide state, so a process runs one twin backend and one
 session at a time (enforced).

@@ -13,7 +13,10 @@ computes amounts.
 What Tryton itself has no notion of is the desk's own policy, and only that is
 enforced here, exactly as the mirror states it: the discount approval rule
 (approvals are kept as notes on the sale, ``ir.note``), the line discount
-(kept in the line's note) and the argument ranges every tool shares.
+(kept in the line's note), the write-off limit and which documents are
+credited or paid (Tryton's wizards write off any amount, credit drafts and
+credit notes and take payments on them) and the argument ranges every tool
+shares.
 """
 
 from __future__ import annotations

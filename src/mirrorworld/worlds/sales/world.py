@@ -170,7 +170,7 @@ def _ledger(db: sqlite3.Connection) -> dict[str, Any]:
 
 
 class SalesWorld(World):
-    """Customers, leads, quotations, orders, shipments, invoices, payments; 23 tools; 10 task families.
+    """Customers, leads, quotations, orders, shipments, invoices, payments and credit notes (see ``policy.md``).
 
     ``scale`` (at most 1.0 matters) trims the number of customers; the history
     of leads and sales is the same shape at every scale.
