@@ -268,18 +268,7 @@ SALES: dict[str, ToolDecl] = {
                     ),
                 ),
             ),
-            "discount": Value(
-                "sale.line",
-                "discount_rate",
-                (
-                    Differs(
-                        "type",
-                        "the desk states a discount in percent with two decimals; sale_discount keeps it as a rate "
-                        "(percent / 100) and prices the line from it",
-                        "number",
-                    ),
-                ),
-            ),
+            "discount": Value("sale.line", "discount_rate"),  # percent at the desk, a rate (percent / 100) in Tryton
         },
         creates=("sale.line",),
         errors={"trytond.model.exceptions.AccessError": "invalid_state"},
