@@ -490,8 +490,9 @@ def present(base_tools: Sequence[ToolSpec], changes: Sequence[Change], *, seated
 
         surface = Surface(t.inner, run_inward, dict(t.errors), words if words.map else None)
         specs.append(ToolSpec(name, description, t.inner.kind, params, t.inner.func, surface=surface))
-    terminal = [s for s in specs if s.kind == "terminal"]
-    specs = [s for s in specs if s.kind != "terminal"] + extra + terminal
+    # Added tools go just before the first terminal tool (the base order, and so the action indices, kept).
+    at = next((i for i, s in enumerate(specs) if s.kind == "terminal"), len(specs))
+    specs[at:at] = extra
     by_inner = {t.inner.name: t for t in tools.values()}
     return Presented(tuple(specs), by_inner, frozenset(removed), words)
 

@@ -125,12 +125,14 @@ _NAMED: dict[str, str] = {"party_id": "party", "opportunity_id": "opportunity", 
 _CHILD_OF_SALE = {"invoice_id": "invoices", "shipment_id": "shipments"}
 """Id arguments that name a sale's child record (the sale is read)."""
 
-SEQUENCES: dict[str, tuple[str, str]] = {
-    "sale": ("sales", "number"),
-    "opportunity": ("opportunities", "number"),
-    "invoice": ("invoices", "number"),
+SEQUENCES: dict[tuple[str, str], tuple[str, str]] = {
+    ("sequences", "sale"): ("sales", "number"),
+    ("sequences", "opportunity"): ("opportunities", "number"),
+    ("sequences", "invoice"): ("invoices", "number"),
+    ("counters", "sale_line"): ("sale_lines", "id"),
 }
-"""The mirror's sequence counters -> the table and column holding the numbers each hands out."""
+"""The mirror's counters (``sequences`` of document numbers, ``counters`` of record ids never reused) -> the
+table and column holding the values each hands out."""
 
 GOLD_CACHE = 4096
 
@@ -142,12 +144,14 @@ def _twin_failed(what: str, err: BaseException) -> TwinError:
 def _reader(session: TwinSession) -> Callable[..., Any]:
     """A read of the twin through its own read tools, inside ``session``'s transaction."""
     from mirrorworld.twin import tryton
-    from mirrorworld.twin.sales import TOOLS
+    from mirrorworld.twin.sales import TOOLS, read_back
+
+    reads = {**TOOLS, "read_back": read_back}
 
     def read(tool: str, **kwargs: Any) -> Any:
         with tryton.quiet():
             try:
-                return TOOLS[tool](session.pool, **kwargs)
+                return reads[tool](session.pool, **kwargs)
             except Exception as err:
                 raise _twin_failed(f"reading the twin's state ({tool} {kwargs})", err) from err
 
@@ -192,17 +196,26 @@ def read_entity(
     elif kind == "opportunity":
         put("opportunities", data["opportunity"])
     elif kind == "sale":
-        put("sales", data["sale"])
-        for table in ("sale_lines", "approvals", "shipments", "invoices"):
+        sale = data["sale"]
+        frozen = None
+        if sale["state"] == "cancelled":  # a cancelled sale keeps the amounts it had
+            frozen = " ".join(str(sale[k]) for k in ("untaxed_amount", "tax_amount", "total_amount"))
+        put("sales", sale, amounts_cache=frozen)
+        for table in ("sale_lines", "approvals", "shipments", "shipment_moves", "invoices"):
             out.setdefault(table, {})
+        extra = read("read_back", sale_id=ident)
         for line in data["lines"]:
             put("sale_lines", line, sale_id=ident)
         for approval in data["approvals"]:
             put("approvals", approval, sale_id=ident)
         for shipment in data["shipments"]:
             put("shipments", shipment, sale_id=ident)
-        for invoice in data["invoices"]:
-            put("invoices", read("get_invoice", invoice_id=int(invoice["id"]))["invoice"], sale_id=ident)
+        for move in extra["moves"]:
+            put("shipment_moves", move)
+        for invoice in [*data["invoices"], *data["credit_notes"]]:
+            iid = int(invoice["id"])
+            overpaid = extra["overpaid"].get(iid, "0.00")
+            put("invoices", read("get_invoice", invoice_id=iid)["invoice"], sale_id=ident, overpaid=overpaid)
     else:
         put("products", data["product"])
     return out
@@ -253,13 +266,17 @@ class Twin:
         self._columns: dict[str, tuple[str, ...]] = {t: tuple(image.columns[t]) for t in image.tables}
         self._keys: dict[str, str | None] = {t: _rowid(image.query(f"PRAGMA table_info({t})")) for t in image.tables}
         self._roles: dict[int, Any] = {int(i): r for i, r in image.query("SELECT id, role FROM parties")}
-        self._counters: dict[int, Row] = {
-            int(rowid): {"name": name, "next": nxt}
-            for rowid, name, nxt in image.query("SELECT rowid, * FROM sequences")
+        self._counters: dict[tuple[str, int], Row] = {
+            (table, int(rowid)): {"name": name, "next": nxt}
+            for table in ("sequences", "counters")
+            if table in image.tables
+            for rowid, name, nxt in image.query(f"SELECT rowid, name, next FROM {table}")
         }
-        unknown = sorted({str(r["name"]) for r in self._counters.values()} - set(SEQUENCES))
+        unknown = sorted(
+            {f"{t}.{r['name']}" for (t, _), r in self._counters.items()} - {f"{t}.{n}" for t, n in SEQUENCES}
+        )
         if unknown:
-            raise TwinError(f"twin episodes do not know which numbers the sequences {', '.join(unknown)} hand out")
+            raise TwinError(f"twin episodes do not know which values the counters {', '.join(unknown)} hand out")
 
     # -- the backend --------------------------------------------------------
 
@@ -379,28 +396,28 @@ class Twin:
             out[ref] = read_entity(read, self._columns, ref, self._roles) if exists else {}
         return out
 
-    def _sequences(self, end: Mapping[Ref, Rows]) -> dict[int, Row]:
-        """The sequence counters at ``end`` (see the module docstring): start value plus the numbers drawn."""
+    def _sequences(self, end: Mapping[Ref, Rows]) -> dict[tuple[str, int], Row]:
+        """The counters at ``end`` (see the module docstring): start value plus the values drawn."""
         pristine = self.pristine().records
         records = {**pristine, **end}
         out = {}
-        for rowid, counter in self._counters.items():
-            table, column = SEQUENCES[str(counter["name"])]
+        for key, counter in self._counters.items():
+            table, column = SEQUENCES[(key[0], str(counter["name"]))]
 
             def numbers(where: Mapping[Ref, Rows], table: str = table, column: str = column) -> set[Any]:
                 return {r[column] for rows in where.values() for r in rows.get(table, {}).values() if r[column]}
 
             drawn = len(numbers(records) - numbers(pristine))
-            out[rowid] = {**counter, "next": int(counter["next"]) + drawn}
+            out[key] = {**counter, "next": int(counter["next"]) + drawn}
         return out
 
     def _changes(self, end: Mapping[Ref, Rows]) -> list[RowChange]:
         """The rows that differ between the pristine state and ``end`` (the records read at the end)."""
         pristine = self.pristine().records
         out: list[RowChange] = []
-        for rowid, counter in self._sequences(end).items():
-            if counter != self._counters[rowid]:
-                out.append(RowChange("sequences", rowid, self._counters[rowid], counter))
+        for key, counter in self._sequences(end).items():
+            if counter != self._counters[key]:
+                out.append(RowChange(key[0], key[1], self._counters[key], counter))
         for ref, after in end.items():
             before = pristine.get(ref, {})
             for table in set(before) | set(after):
@@ -425,8 +442,11 @@ class Twin:
         records: dict[Any, Rows] = {
             **self.pristine().records,
             **end,
-            ("sequences", 0): {"sequences": self._sequences(end)},
         }
+        counters: Rows = {}
+        for (table, rowid), counter in self._sequences(end).items():
+            counters.setdefault(table, {})[rowid] = counter
+        records[("counters", 0)] = counters
         for rows in records.values():
             for table, by_pk in rows.items():
                 cols = self._columns[table]

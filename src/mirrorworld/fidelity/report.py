@@ -26,7 +26,8 @@ QUALITY_BARS = {
 }
 """What a full run must reach (a small CI run checks agreement, not size, share or speed).
 
-Agreement is judged over the calls the real system decided; ``real_share`` is
+Agreement is judged over the calls the real system decided, and over every
+compared call (the adapter's and the shared code's too); ``real_share`` is
 the least fraction of a full run's calls it must decide. ``speed_ratio`` is
 over both backends timed the same way (:mod:`mirrorworld.fidelity.timing`):
 the mirror answers in tens of microseconds, Tryton in tens of milliseconds."""
@@ -102,6 +103,8 @@ def failed_bars(data: dict[str, Any], *, full: bool) -> list[str]:
     real = data.get("real_agreement", data["call_agreement"])
     if real < QUALITY_BARS["real_agreement"]:
         out.append(f"agreement on the calls the real system decided {real:.2%} < 99.5%")
+    if data["call_agreement"] < QUALITY_BARS["real_agreement"]:  # the adapter's and the shared code's calls too
+        out.append(f"agreement over every compared call {data['call_agreement']:.2%} < 99.5%")
     if full and data.get("real_share", 1.0) < QUALITY_BARS["real_share"]:
         out.append(f"the real system decided only {data['real_share']:.1%} of the calls (< 90%)")
     if full and data["calls"] < QUALITY_BARS["min_calls"]:

@@ -352,6 +352,46 @@ def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
     }
 
 
+def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
+    """What the mirror's tables hold of a sale that no read tool shows (for grading twin episodes).
+
+    ``moves``: every shipment's outgoing moves as rows of ``shipment_moves``
+    (the move's id, its shipment and the sale line it ships); ``overpaid``:
+    per invoice, what its payments received beyond what they applied to it
+    (the cash the payments' moves took in, less the invoice's payment lines).
+    """
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    moves = []
+    for shipment in sorted(sale.shipments, key=lambda s: s.id):
+        for m in sorted(shipment.outgoing_moves, key=lambda m: m.id):
+            if m.state == "cancelled" or not m.quantity:
+                continue
+            origin = m.origin
+            line = origin.id if origin is not None and origin.__name__ == "sale.line" else None
+            moves.append(
+                {
+                    "id": m.id,
+                    "shipment_id": shipment.id,
+                    "sale_id": sale.id,
+                    "line_id": line,
+                    "product_id": m.product.id,
+                    "quantity": int(m.quantity),
+                }
+            )
+    Method = pool.get("account.invoice.payment.method")
+    cash_accounts = {m.debit_account.id for m in Method.search([]) if m.debit_account}
+    overpaid = {}
+    for inv in sale.invoices:
+        received = Decimal(0)
+        for move in {ln.move for ln in inv.payment_lines}:
+            received += sum(
+                (Decimal(ln.debit) - Decimal(ln.credit) for ln in move.lines if ln.account.id in cash_accounts),
+                Decimal(0),
+            )
+        overpaid[inv.id] = money(max(received - _invoice_paid(inv), Decimal(0)))
+    return {"moves": moves, "overpaid": overpaid}
+
+
 # -- writes ---------------------------------------------------------------------
 
 

@@ -97,6 +97,7 @@ CREATE TABLE shipment_moves (
 );
 CREATE INDEX shipment_moves_shipment ON shipment_moves(shipment_id);
 CREATE INDEX shipment_moves_line ON shipment_moves(line_id);
+CREATE INDEX shipment_moves_sale ON shipment_moves(sale_id);
 
 CREATE TABLE invoices (
     id            INTEGER PRIMARY KEY,

@@ -704,7 +704,7 @@ class AmendQuotation(TaskFamily):
         )
 
 
-FAMILIES: tuple[TaskFamily, ...] = (
+FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides which task reset(seed=i) plays
     AddContact(),
     NewLead(),
     QualifyLead(),
@@ -713,12 +713,12 @@ FAMILIES: tuple[TaskFamily, ...] = (
     DiscountQuotation(),
     ConfirmOrder(),
     ShipOrder(),
-    PartialShipment(),
     CollectPayment(),
+    CancelQuotation(),
+    PartialShipment(),
     ShortPayment(),
     RecordOverpayment(),
     CreditInvoice(),
-    CancelQuotation(),
     ConvertOpportunity(),
     WinOpportunity(),
     AmendQuotation(),

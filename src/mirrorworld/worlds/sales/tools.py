@@ -1001,6 +1001,7 @@ def respond(ctx: ToolContext, message: Prose) -> dict[str, Any]:
     return {"sent": True}
 
 
+# Append only: a tool's index is its action in the menu environments (tests/test_world_pins.py).
 TOOLS: tuple[ToolSpec, ...] = (
     get_policy,
     search_parties,
@@ -1015,18 +1016,18 @@ TOOLS: tuple[ToolSpec, ...] = (
     create_lead,
     qualify_lead,
     mark_lost,
-    convert_opportunity,
     create_quotation,
     request_discount_approval,
     add_line,
-    remove_line,
     quote_sale,
-    reopen_sale,
     confirm_sale,
     cancel_sale,
     ship_shipment,
     post_invoice,
     pay_invoice,
-    credit_invoice,
     respond,
+    convert_opportunity,
+    remove_line,
+    reopen_sale,
+    credit_invoice,
 )
