@@ -72,6 +72,7 @@ from mirrorworld.server.models import (
     VerdictResponse,
 )
 from mirrorworld.server.openenv import add_openenv_routes
+from mirrorworld.server.protocols import INLINE_MESSAGES
 from mirrorworld.server.sessions import ApiError, LiveSession, SessionManager
 from mirrorworld.server.wire import (
     API_VERSION,
@@ -670,7 +671,10 @@ async def serve_ws(scope: Scope, receive: Receive, send: Send, manager: SessionM
 
     Plain ASGI, so :class:`Gate` serves it without the framework's routing and
     per-message wrappers; the FastAPI route passes its WebSocket's own
-    ``receive`` and ``send``.
+    ``receive`` and ``send``. Where the server's WebSocket protocol offers it
+    (:data:`~mirrorworld.server.protocols.INLINE_MESSAGES`), the messages are
+    answered inline, in the protocol's read callback, by the same
+    :func:`ws_handle`; this coroutine then only waits for the connection to end.
     """
     if (await receive())["type"] != "websocket.connect":
         return
@@ -679,6 +683,15 @@ async def serve_ws(scope: Scope, receive: Receive, send: Send, manager: SessionM
     owned: set[str] = set()
     started = time.perf_counter()
     count = 0
+
+    def answer(raw: str | bytes) -> bytes:
+        nonlocal count
+        count += 1
+        return ws_handle(manager, raw, client, owned)
+
+    inline = (scope.get("extensions") or {}).get(INLINE_MESSAGES)
+    if inline is not None:
+        inline(answer)
     try:
         while True:
             message = await receive()
@@ -687,8 +700,7 @@ async def serve_ws(scope: Scope, receive: Receive, send: Send, manager: SessionM
             raw = message.get("text")
             if raw is None:
                 raw = message.get("bytes") or b""
-            count += 1
-            await send({"type": "websocket.send", "text": ws_handle(manager, raw, client, owned).decode()})
+            await send({"type": "websocket.send", "text": answer(raw).decode()})
     except (WebSocketDisconnect, OSError):  # the peer went away mid-send (Starlette and uvicorn say so)
         pass
     finally:
