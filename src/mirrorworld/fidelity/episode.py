@@ -43,15 +43,21 @@ agent did and what the real system showed it, and nothing else.
   *What is read*: every record the twin's canonical state
   (``TwinSession.canonical_state``, a scan of the whole business state) shows
   changed, added or removed, and every record a successful write call named
-  by id (so that a change only to a text is read too). The sequence counters
-  (the mirror's ``sequences`` table) are not on the twin's surface; what they
-  hand out is: a counter's end value is its start value (the mirror's data,
-  which the twin was built from) plus the numbers of its kind the end state
-  holds that the pristine state did not (:data:`SEQUENCES`; a number once
-  drawn stays on its record), so an extra record numbered is graded as on
-  the mirror. *What is not read*: addresses (no tool writes one) and a
-  party's role (not on the twin's surface and never changed by a tool: taken
-  from the mirror's data).
+  by id (so that a change only to a text is read too). What no read tool
+  shows is read from Tryton's records directly
+  (:func:`mirrorworld.twin.sales.read_back`): a shipment's moves with the
+  sale lines they ship, and what an invoice's payments received beyond what
+  they applied; a cancelled sale's frozen amounts are the amounts it shows.
+  The counters (the mirror's ``sequences`` of document numbers and
+  ``counters`` of line ids) are not on the twin's surface; what they hand out
+  is: a counter's end value is its start value (the mirror's data, which the
+  twin was built from) plus the values of its kind the end state holds that
+  the pristine state did not (:data:`SEQUENCES`; a number once drawn stays on
+  its record), so an extra record numbered is graded as on the mirror (a line
+  added and removed again draws no value here; line ids are never compared).
+  *What is not read*: addresses (no tool writes one) and a party's role (not
+  on the twin's surface and never changed by a tool: taken from the mirror's
+  data).
 * **policy** — the rules the record's calls broke plus the world's guards over
   the record (another customer's data in a customer text). The sales world's
   rules refuse a call rather than record a violation, on both backends, so
