@@ -163,20 +163,36 @@ def _change(image: Image, key: RowKey, before: Row | None, after: Row | None) ->
 def replay(conn: sqlite3.Connection, image: Image, rows: dict[RowKey, Row | None]) -> None:
     """Write ``rows`` (as :func:`rows_now` gives them) onto ``conn``, a pristine clone of ``image``.
 
-    One statement per row (an update in place, else an insert under the same
-    rowid, so no delete action of the schema fires); foreign keys are checked
-    once the whole set is in, since rows come in key order, not in the order
-    their references need.
+    Only what differs from the pristine row is written: nothing for a row
+    written back to its pristine values, an update of just the changed
+    columns (so only the indexes on those columns are touched), an insert
+    under the same rowid for a new row (so no delete action of the schema
+    fires), a delete for a removed one. Foreign keys are checked once the
+    whole set is in, since rows come in key order, not in the order their
+    references need.
     """
-    conn.execute("PRAGMA defer_foreign_keys=ON")
-    for (table, pk), values in rows.items():
+    deferred = False
+    for key, values in rows.items():
+        before = image.pristine_row(key)
         if values is None:
-            conn.execute(f"DELETE FROM {table} WHERE rowid=?", (pk,))
-            continue
-        update, insert = image.replay_sql(table)
-        if conn.execute(update, (*values, pk)).rowcount == 0:
-            conn.execute(insert, (pk, *values))
-    conn.execute("PRAGMA defer_foreign_keys=OFF")
+            if before is None:
+                continue
+            sql, params = f"DELETE FROM {key[0]} WHERE rowid=?", (key[1],)
+        elif before is None:
+            sql, params = image.replay_sql(key[0])[1], (key[1], *values)
+        else:
+            changed = tuple(
+                i for i, (a, b) in enumerate(zip(values, before, strict=True)) if a != b or type(a) is not type(b)
+            )
+            if not changed:
+                continue
+            sql, params = image.update_sql(key[0], changed), (*(values[i] for i in changed), key[1])
+        if not deferred:
+            conn.execute("PRAGMA defer_foreign_keys=ON")
+            deferred = True
+        conn.execute(sql, params)
+    if deferred:
+        conn.execute("PRAGMA defer_foreign_keys=OFF")
 
 
 def fork(session: Session) -> Session:

@@ -205,6 +205,7 @@ class Image:
         """Ticks of use, shared by this image's sessions (``Tenant._used``)."""
         self._select = {t: f"SELECT * FROM {t} WHERE rowid=?" for t in tables}
         self._replay: dict[str, tuple[str, str]] = {}
+        self._updates: dict[tuple[str, tuple[int, ...]], str] = {}
         self._untracked_keys: dict[str, tuple[RowKey, ...]] = {}
         self._kept: dict[str, tuple[tuple[Any, ...], ...]] = {}
         self._memo: OrderedDict[tuple[str, tuple[Any, ...]], tuple[tuple[Any, ...], ...]] = OrderedDict()
@@ -371,6 +372,15 @@ class Image:
 
     def select_sql(self, table: str) -> str:
         return self._select[table]
+
+    def update_sql(self, table: str, columns: tuple[int, ...]) -> str:
+        """An update of the columns at positions ``columns`` of a row of ``table``: ``(*values, rowid)``."""
+        key = (table, columns)
+        sql = self._updates.get(key)
+        if sql is None:
+            cols = self.columns[table]
+            sql = self._updates[key] = f"UPDATE {table} SET {','.join(f'{cols[i]}=?' for i in columns)} WHERE rowid=?"
+        return sql
 
     def replay_sql(self, table: str) -> tuple[str, str]:
         """Statements writing a whole row of ``table``: update ``(*values, rowid)``, insert ``(rowid, *values)``."""
