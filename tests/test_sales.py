@@ -195,6 +195,72 @@ def test_a_paid_invoices_credit_note_is_a_draft_that_posting_turns_into_credit()
         assert posted["total_amount"] == "-187.14"  # type: ignore[index]
         view = canonical_state(s.db)["sale:29"]
         assert (view["state"], view["invoice_state"]) == ("done", "paid")  # the sale is not the credit note's
-        assert view["credit_notes"] == [[posted["number"], "posted", "-170.13", "-17.01", "-187.14", "0", "0"]]  # type: ignore[index]
+        assert view["credit_notes"] == [
+            [posted["number"], "posted", "-170.13", "-17.01", "-187.14", "0", "0", "2026-03-16"]
+        ]  # type: ignore[index]
         refused = _call(s, "pay_invoice", invoice_id=credit["credit_note_id"], amount="10.00")["error"]  # type: ignore[index]
         assert refused["rule"] == "credit_note"  # type: ignore[index]
+
+
+# -- payment terms and overdue invoices ----------------------------------------------
+
+
+def test_an_invoice_falls_due_by_its_customers_payment_term() -> None:
+    with WORLD.session() as s:
+        party = _call(s, "get_party", party_id=16)["data"]["party"]  # type: ignore[index]
+        assert (party["payment_term_id"], party["payment_term"]) == (3, "Net 15 days")
+        draft = _call(s, "get_invoice", invoice_id=1)["data"]["invoice"]  # type: ignore[index]
+        assert (draft["payment_term"], draft["invoice_date"], draft["due_date"]) == ("Net 15 days", None, None)
+        assert _call(s, "post_invoice", invoice_id=1)["ok"]
+        posted = _call(s, "get_invoice", invoice_id=1)["data"]["invoice"]  # type: ignore[index]
+        assert (posted["invoice_date"], posted["due_date"], posted["overdue"]) == ("2026-03-16", "2026-03-31", False)
+        sale = _call(s, "create_quotation", party_id=15)["data"]["sale_id"]  # type: ignore[index]
+        assert _call(s, "get_sale", sale_id=sale)["data"]["sale"]["payment_term_id"] == 1  # type: ignore[index]
+
+
+def test_overdue_invoices_are_posted_still_due_and_past_their_due_date() -> None:
+    with WORLD.session() as s:
+        listed = _call(s, "list_overdue_invoices", party_id=14)["data"]
+        assert listed == {
+            "today": "2026-03-16",
+            "invoices": [
+                {
+                    "id": 12,
+                    "number": "2",
+                    "sale_id": 25,
+                    "invoice_date": "2026-01-28",
+                    "due_date": "2026-02-27",
+                    "amount_due": "906.11",
+                    "days_overdue": 17,
+                }
+            ],
+            "total_overdue": "906.11",
+        }
+        assert _call(s, "get_invoice", invoice_id=12)["data"]["invoice"]["overdue"] is True  # type: ignore[index]
+        # Due tomorrow (Net 30 days from 2026-02-15) is not overdue yet.
+        assert _call(s, "list_overdue_invoices", party_id=5)["data"]["invoices"] == []  # type: ignore[index]
+        # A partial payment leaves the rest overdue; paying it off clears it.
+        assert _call(s, "pay_invoice", invoice_id=12, amount="900.00")["ok"]
+        still = _call(s, "list_overdue_invoices", party_id=14)["data"]
+        assert [(i["id"], i["amount_due"]) for i in still["invoices"]] == [(12, "6.11")]  # type: ignore[index]
+        assert _call(s, "pay_invoice", invoice_id=12, amount="6.11")["ok"]
+        assert _call(s, "list_overdue_invoices", party_id=14)["data"]["total_overdue"] == "0.00"  # type: ignore[index]
+        # A refunded invoice is no longer overdue, and its credit note never is.
+        assert _call(s, "credit_invoice", invoice_id=11)["ok"]
+        assert _call(s, "list_overdue_invoices", party_id=3)["data"]["invoices"] == []  # type: ignore[index]
+        note = _call(s, "get_invoice", invoice_id=18)["data"]["invoice"]  # type: ignore[index]
+        assert (note["type"], note["due_date"], note["overdue"]) == ("credit_note", "2026-03-16", False)
+        assert _call(s, "list_overdue_invoices", party_id=999)["error"]["code"] == "not_found"  # type: ignore[index]
+
+
+def test_the_overdue_families_name_the_invoice_its_amount_and_due_date() -> None:
+    chase = WORLD.task("chase_overdue", 0)
+    assert [c.tool for c in chase.gold] == ["list_overdue_invoices", "respond"]
+    facts = {f.label: f for f in chase.facts}
+    assert facts["due date"].kind == "date" and facts["amount overdue"].kind == "money"
+    pay = WORLD.task("pay_overdue", 0)
+    assert [c.tool for c in pay.gold] == ["list_overdue_invoices", "pay_invoice", "respond"]
+    with WORLD.session(pay) as s:
+        listed = _call(s, "list_overdue_invoices", party_id=pay.customer_id)["data"]
+        (only,) = listed["invoices"]  # type: ignore[index]
+        assert pay.gold[1].args == {"invoice_id": only["id"], "amount": pytest.approx(float(only["amount_due"]))}

@@ -257,14 +257,14 @@ SURFACE_TRACES: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("get_invoice", {"invoice_id": 18}),
     ],
     "cancelled_sale_amounts_frozen": [
-        ("get_sale", {"sale_id": 32}),
+        ("get_sale", {"sale_id": 33}),
         ("remove_line", {"sale_id": 32, "line_id": 60}),
-        ("get_sale", {"sale_id": 32}),
+        ("get_sale", {"sale_id": 33}),
         ("reopen_sale", {"sale_id": 32}),
-        ("get_sale", {"sale_id": 32}),
+        ("get_sale", {"sale_id": 33}),
         ("cancel_sale", {"sale_id": 32}),
         ("remove_line", {"sale_id": 32, "line_id": 59}),
-        ("get_sale", {"sale_id": 32}),
+        ("get_sale", {"sale_id": 33}),
     ],
 }
 
@@ -388,3 +388,55 @@ def test_settlements_are_attributed_to_who_decided_them(
         result = t.call(tool, args)
         assert t.decided_by == decider
         assert (result.error or {}).get("code", "") == code
+
+
+# Payment terms: Tryton's standard terms on the customers, its maturity dates on the invoices' lines to pay (from
+# invoice dates the history set), and what it still has to be paid: the same due dates and overdue lists.
+OVERDUE: dict[str, list[tuple[str, Any]]] = {
+    "every customer's overdue invoices": [
+        *(("list_overdue_invoices", {"party_id": p}) for p in (3, 5, 14, 22, 26, 999)),
+        *(("get_invoice", {"invoice_id": i}) for i in (1, 11, 12, 13, 14, 15, 16)),
+        ("get_party", {"party_id": 16}),
+    ],
+    "paid in part, then in full": [
+        ("pay_invoice", {"invoice_id": 12, "amount": "900.00"}),
+        ("list_overdue_invoices", {"party_id": 14}),
+        ("pay_invoice", {"invoice_id": 12, "amount": "6.11"}),
+        ("list_overdue_invoices", {"party_id": 14}),
+    ],
+    "posted today, refunded": [
+        ("post_invoice", {"invoice_id": 1}),
+        ("get_invoice", {"invoice_id": 1}),
+        ("credit_invoice", {"invoice_id": 11}),
+        ("get_invoice", {"invoice_id": 18}),
+        ("list_overdue_invoices", {"party_id": 3}),
+    ],
+    "a new sale takes its customer's term": [
+        ("create_quotation", {"party_id": 15, "description": "Chairs"}),
+        ("get_sale", {"sale_id": 33}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(OVERDUE))
+def test_due_dates_and_overdue_invoices_agree_with_tryton(twin: Any, name: str) -> None:
+    from mirrorworld.fidelity.harness import response
+
+    with WORLD.session() as m, twin.session() as t:
+        for tool, args in OVERDUE[name]:
+            a, b = response(m.call(tool, args)), response(t.call(tool, args))
+            assert a == b, (tool, args, a, b)
+        assert t.canonical_state() == canonical_state(m.db)
+
+
+def test_tryton_matures_a_net_30_invoice_thirty_days_after_its_date(twin: Any) -> None:
+    with twin.session() as t:
+        inv = t.call("get_invoice", {"invoice_id": 12}).data["invoice"]
+        assert (inv["payment_term"], inv["invoice_date"], inv["due_date"]) == (
+            "Net 30 days",
+            "2026-01-28",
+            "2026-02-27",
+        )
+        listed = t.call("list_overdue_invoices", {"party_id": 14}).data
+        assert [(i["id"], i["days_overdue"]) for i in listed["invoices"]] == [(12, 17)]
+        assert t.decided_by == "real"

@@ -208,6 +208,7 @@ PINS = {
             "remove_line",
             "reopen_sale",
             "credit_invoice",
+            "list_overdue_invoices",
         ),
         (
             "add_contact",
@@ -227,6 +228,8 @@ PINS = {
             "convert_opportunity",
             "win_opportunity",
             "amend_quotation",
+            "chase_overdue",
+            "pay_overdue",
         ),
     ),
     "sales_v1": Pin(
@@ -259,6 +262,7 @@ PINS = {
             "remove_line",
             "reopen_sale",
             "credit_invoice",
+            "list_overdue_invoices",
         ),
         (
             "add_contact",
@@ -278,6 +282,8 @@ PINS = {
             "convert_opportunity",
             "win_opportunity",
             "amend_quotation",
+            "chase_overdue",
+            "pay_overdue",
         ),
     ),
 }

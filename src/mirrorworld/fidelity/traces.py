@@ -191,6 +191,7 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
             "get_sale",
             "list_sales",
             "get_invoice",
+            "list_overdue_invoices",
             "add_contact",
             "create_lead",
             "create_lead",
@@ -223,7 +224,7 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
         return ToolCall(tool, {"query": rng.choice(("ac", "Bak", "labs", "o", "Zephyr", "12", "Summit Out"))})
     if tool == "search_products":
         return ToolCall(tool, {"query": rng.choice(("desk", "P00", "er", "Toner", "lamp", "zz"))})
-    if tool in ("get_party", "list_sales"):
+    if tool in ("get_party", "list_sales", "list_overdue_invoices"):
         return ToolCall(tool, {"party_id": _pick(rng, parties)})
     if tool == "get_product":
         return ToolCall(tool, {"product_id": _pick(rng, _ids(s, "SELECT id FROM products"))})

@@ -7,10 +7,12 @@ Two stages, each cached on its own:
 * ``world`` — on a copy of it, the company, its chart of accounts, fiscal
   year, 10% customer tax, payment method, write-off method and sales
   employee are set up with Tryton's own scenario helpers; then the sales
-  world's master data (parties, addresses, contacts, products, stock) is
+  world's master data (parties with their customer payment term, one of
+  the standard terms Tryton ships, addresses, contacts, products, stock) is
   created in the same order as the mirror's, and the world's history of tool
-  calls is replayed through the twin's tools, so the twin's pristine state is
-  the mirror's.
+  calls is replayed through the twin's tools (its date steps move Tryton's
+  *today*, so invoices are posted on the mirror's dates), so the twin's
+  pristine state is the mirror's.
 
 Usage: ``python -m mirrorworld.twin.build modules DIR`` or
 ``python -m mirrorworld.twin.build world DIR SCALE DATA_SEED [OPTIONS_JSON]``.
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 import random
 import sys
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -154,6 +156,9 @@ def build_world(directory: Path, scale: float, data_seed: int, options: dict[str
             return Decimal(result.data["invoice"]["amount_due"])
 
         for call in history:
+            if call.tool == data.SET_DATE and isinstance(call.args, dict):  # the date of the calls that follow
+                tryton.fix_today(pool, date.fromisoformat(str(call.args["date"])))
+                continue
             call = data.resolve(call, due)
             result = session.call(call.tool, call.args)
             if not result.ok:
@@ -181,8 +186,13 @@ def _master(pool: Any, master: Any, day: date) -> None:
     Move = pool.get("stock.move")
     Company = pool.get("company.company")
     company = Company(1)
+    Term = pool.get("account.invoice.payment_term")
+    for tid, term_name, days in master.payment_terms:  # the standard terms Tryton ships
+        term = Term(tid)
+        if term.name != term_name or term.compute(Decimal(1), company.currency, day)[0][0] != day + timedelta(days):
+            raise RuntimeError(f"Tryton's payment term {tid} is not {term_name!r} ({days} days)")
     for pid, _code, name, _role in master.parties[2:]:
-        (party,) = Party.create([{"name": name}])
+        (party,) = Party.create([{"name": name, "customer_payment_term": master.party_terms.get(pid)}])
         _expect(party.id, pid, "party")
     for aid, pid, street, city, postal in master.addresses:
         (address,) = Address.create([{"party": pid, "street": street, "city": city, "postal_code": postal}])

@@ -152,7 +152,13 @@ def get_party(pool: Any, party_id: int) -> dict[str, Any]:
     Sale = pool.get("sale.sale")
     sales = Sale.search([("party", "=", party.id)], order=[("id", "ASC")])
     return {
-        "party": {"id": party.id, "code": party.code, "name": party.name},
+        "party": {
+            "id": party.id,
+            "code": party.code,
+            "name": party.name,
+            "payment_term_id": party.customer_payment_term.id if party.customer_payment_term else None,
+            "payment_term": party.customer_payment_term.name if party.customer_payment_term else None,
+        },
         "address": address,
         "contacts": [{"id": c.id, "type": c.type, "value": c.value} for c in contacts],
         "opportunities": [{"id": o.id, "number": o.number, "state": o.state} for o in opps],
@@ -272,6 +278,7 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
             "invoice_state": sale.invoice_state,
             "shipment_state": sale.shipment_state,
             "opportunity_id": _opportunity_of(sale),
+            "payment_term_id": sale.payment_term.id if sale.payment_term else None,
             "untaxed_amount": untaxed,
             "tax_amount": tax,
             "total_amount": total,
@@ -326,6 +333,28 @@ def _invoice_sale(inv: Any) -> Any:
     return next(iter(sales)) if sales else None
 
 
+def _due_date(inv: Any) -> Any:
+    """When an invoice falls due: the earliest maturity date Tryton gave its lines to pay (None while a draft)."""
+    dates = [ln.maturity_date for ln in inv.lines_to_pay if ln.maturity_date is not None]
+    return min(dates) if dates else None
+
+
+def _iso(day: Any) -> str | None:
+    return day.isoformat() if day is not None else None
+
+
+def _overdue(inv: Any, today: Any, credited: Any) -> bool:
+    """Posted, something still to pay (Tryton's amount to pay) and due before today; never a credit note."""
+    if credited is not None or inv.state != "posted":
+        return False
+    due = _due_date(inv)
+    return due is not None and due < today and Decimal(inv.amount_to_pay or 0) > 0
+
+
+def _today(pool: Any) -> Any:
+    return pool.get("ir.date").today()
+
+
 def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
     inv = _get(pool, "account.invoice", "invoice", invoice_id)
     credited = _credited(inv)
@@ -341,7 +370,11 @@ def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
             "total": money(inv.total_amount),
             "paid": money(_invoice_paid(inv)),
             "writeoff": money(_invoice_writeoff(inv)),
+            "payment_term": inv.payment_term.name if inv.payment_term else None,
+            "invoice_date": _iso(inv.invoice_date),
+            "due_date": _iso(_due_date(inv)),
             "amount_due": money(_amount_due(inv)),
+            "overdue": _overdue(inv, _today(pool), credited),
             "type": "invoice" if credited is None else "credit_note",
             "credit_of": credited.id if credited is not None else None,
             "credit_notes": [
@@ -350,6 +383,35 @@ def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
             ],
         }
     }
+
+
+def list_overdue_invoices(pool: Any, party_id: int) -> dict[str, Any]:
+    """The customer's posted invoices whose lines to pay Tryton matured before today and that still have an amount
+    to pay, oldest due first."""
+    party = _get(pool, "party.party", "party", party_id)
+    today = _today(pool)
+    Invoice = pool.get("account.invoice")
+    found = Invoice.search([("party", "=", party.id), ("type", "=", "out"), ("state", "=", "posted")])
+    rows = []
+    for inv in found:
+        if not _overdue(inv, today, _credited(inv)):
+            continue
+        sale = _invoice_sale(inv)
+        due = _due_date(inv)
+        rows.append(
+            {
+                "id": inv.id,
+                "number": inv.number,
+                "sale_id": sale.id if sale is not None else None,
+                "invoice_date": _iso(inv.invoice_date),
+                "due_date": _iso(due),
+                "amount_due": money(_amount_due(inv)),
+                "days_overdue": (today - due).days,
+            }
+        )
+    rows.sort(key=lambda r: (r["due_date"], r["id"]))
+    total = sum((Decimal(r["amount_due"]) for r in rows), Decimal(0))
+    return {"today": today.isoformat(), "invoices": rows, "total_overdue": money(total)}
 
 
 def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
@@ -786,7 +848,7 @@ def _document(inv: Any) -> list[Any]:
     from mirrorworld.worlds.sales.world import _dec
 
     figures = (inv.untaxed_amount, inv.tax_amount, inv.total_amount, _invoice_paid(inv), _invoice_writeoff(inv))
-    return [inv.number, inv.state, *(_dec(f) for f in figures)]
+    return [inv.number, inv.state, *(_dec(f) for f in figures), _iso(_due_date(inv))]
 
 
 def _ledger(pool: Any) -> dict[str, Any]:
@@ -852,6 +914,7 @@ TOOLS: dict[str, Any] = {
         post_invoice,
         pay_invoice,
         credit_invoice,
+        list_overdue_invoices,
     )
 }
 """Tool name -> implementation (``get_policy`` and ``respond`` are handled by the session)."""

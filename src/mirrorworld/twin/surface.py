@@ -333,6 +333,7 @@ SALES: dict[str, ToolDecl] = {
         wizard="account.invoice.credit",
         creates=("account.invoice",),
     ),
+    "list_overdue_invoices": ToolDecl("account.invoice", {"party_id": Key("party.party")}),
     "respond": ToolDecl(
         None,
         {"message": NoField("the final message ends the conversation; no Tryton record holds it")},

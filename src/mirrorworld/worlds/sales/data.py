@@ -22,6 +22,7 @@ import random
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from typing import Any
 from mirrorworld.core.task import ToolCall
 from mirrorworld.errors import ToolError, WorldError
 from mirrorworld.worlds.sales import tools as t
-from mirrorworld.worlds.sales.rules import price_text
+from mirrorworld.worlds.sales.rules import SIM_DATE, price_text
 
 SCHEMA = Path(__file__).with_name("schema.sql")
 
@@ -62,6 +63,7 @@ _FIRMS = (
     "Willow Daycare",
     "Zephyr Cycles",
 )
+_SIM_DAY = date.fromisoformat(SIM_DATE)
 _CITIES = ("Springfield", "Riverton", "Lakeside", "Fairview", "Hillcrest", "Brookfield")
 _STREETS = ("Main St", "Oak Ave", "Pine Rd", "Cedar Ln", "Elm St", "Harbor Way")
 _AREA_CODES = ("212", "312", "415", "617", "206", "303", "512", "404")
@@ -79,6 +81,21 @@ _PRODUCTS = (
     ("Label printer", "96.245"),
     ("Shredder", "133.10"),
 )
+PAYMENT_TERMS = (
+    (1, "Upon Receipt", 0),
+    (2, "Net 10 days", 10),
+    (3, "Net 15 days", 15),
+    (4, "Net 30 days", 30),
+    (5, "Net 60 days", 60),
+)
+"""(id, name, days): the payment terms a customer invoice falls due by, days after its invoice date (the standard
+terms the real system ships, with its ids; its end-of-month terms are not used)."""
+_CUSTOMER_TERMS = (1, 3, 4)
+"""The terms customers are on, in turn by party id."""
+
+SET_DATE = "set_date"
+"""A history step that is no tool: the business date of the calls that follow (``{"date": "YYYY-MM-DD"}``)."""
+
 _INTERESTS = (
     "office refurbishment",
     "new branch fit-out",
@@ -101,6 +118,10 @@ class Master:
     """(id, party_id, type, value)"""
     products: list[tuple[int, str, str, str, int]] = field(default_factory=list)
     """(id, code, name, list_price, on_hand)"""
+    payment_terms: tuple[tuple[int, str, int], ...] = PAYMENT_TERMS
+    """(id, name, days)"""
+    party_terms: dict[int, int] = field(default_factory=dict)
+    """customer party id -> payment term id"""
 
 
 def master_data(rng: random.Random, scale: float) -> Master:
@@ -111,6 +132,7 @@ def master_data(rng: random.Random, scale: float) -> Master:
     for i, firm in enumerate(_FIRMS[:n]):
         pid = 3 + i
         m.parties.append((pid, str(pid), firm, "customer"))
+        m.party_terms[pid] = _CUSTOMER_TERMS[pid % len(_CUSTOMER_TERMS)]
     for pid, _code, _name, role in m.parties:
         if role != "customer" or pid % 6 == 0:  # every sixth customer is a prospect with no address yet
             continue
@@ -166,7 +188,7 @@ def history(rng: random.Random, master: Master) -> list[ToolCall]:
     # Sales in every state.
     plan = ["draft"] * 6 + ["quotation"] * 7 + ["processing"] * 7 + ["shipped"] * 3 + ["posted"] * 5
     plan += ["done"] * 2 + ["cancelled"] * 2
-    sale = shipment = invoice = 0
+    sale = shipment = invoice = posted = 0
     for target in plan:
         sale += 1
         party = rng.choice(with_address)
@@ -215,7 +237,11 @@ def history(rng: random.Random, master: Master) -> list[ToolCall]:
         if target in ("shipped", "done"):
             calls.append(ToolCall("ship_shipment", {"shipment_id": shipment}))
         if target in ("posted", "done"):
+            # Invoices were posted over the past weeks, oldest first (an invoice's date follows its number).
+            calls.append(ToolCall(SET_DATE, {"date": str(_SIM_DAY - timedelta(days=max(1, 56 - 9 * posted)))}))
             calls.append(ToolCall("post_invoice", {"invoice_id": invoice}))
+            calls.append(ToolCall(SET_DATE, {"date": SIM_DATE}))
+            posted += 1
         if target == "done":
             calls.append(ToolCall("pay_invoice", {"invoice_id": invoice, "amount": "__due__"}))
     return calls
@@ -227,6 +253,8 @@ class _GenDb:
     def __init__(self, conn: sqlite3.Connection, parameters: Mapping[str, Any] | None = None) -> None:
         self.conn = conn
         self.parameters = dict(parameters or {})
+        self.date = SIM_DATE
+        """The business date of the history's calls (moved by its :data:`SET_DATE` steps)."""
 
     def param(self, name: str) -> Any:
         """The generating world's parameter ``name`` (history is written under the world's rules)."""
@@ -257,6 +285,11 @@ def resolve(call: ToolCall, due: Any) -> ToolCall:
 def run_history_call(db: t.Db, call: ToolCall) -> None:
     """Apply one history call through the tools' operations (``ToolError`` here is a generator bug)."""
     a = dict(call.args) if isinstance(call.args, dict) else {}
+    if call.tool == SET_DATE:
+        if not isinstance(db, _GenDb):
+            raise WorldError("history dates are set only while the world is generated")
+        db.date = str(a["date"])
+        return
     try:
         if call.tool == "create_lead":
             t.ops_create_lead(db, a["party_id"], a["description"], Decimal(a["amount"]))
@@ -301,7 +334,11 @@ def generate(
 ) -> None:
     conn.executescript(SCHEMA.read_text(encoding="utf-8"))
     master, calls = build(rng, scale)
-    conn.executemany("INSERT INTO parties VALUES (?,?,?,?)", master.parties)
+    conn.executemany("INSERT INTO payment_terms (id, name, days) VALUES (?,?,?)", master.payment_terms)
+    conn.executemany(
+        "INSERT INTO parties (id, code, name, role, payment_term_id) VALUES (?,?,?,?,?)",
+        [(*p, master.party_terms.get(p[0])) for p in master.parties],
+    )
     conn.executemany("INSERT INTO addresses VALUES (?,?,?,?,?)", master.addresses)
     conn.executemany("INSERT INTO contacts VALUES (?,?,?,?)", master.contacts)
     conn.executemany("INSERT INTO products VALUES (?,?,?,?,?)", master.products)

@@ -4,11 +4,19 @@
 -- Every child key is indexed: tools read a party's or a sale's records by it, and inserting a
 -- parent row looks its children up by it.
 
+-- Payment terms: an invoice falls due ``days`` after its invoice date (the date it was posted).
+CREATE TABLE payment_terms (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL,
+    days  INTEGER NOT NULL CHECK (days >= 0)
+);
+
 CREATE TABLE parties (
     id      INTEGER PRIMARY KEY,
     code    TEXT NOT NULL UNIQUE,
     name    TEXT NOT NULL,
-    role    TEXT NOT NULL CHECK (role IN ('company', 'employee', 'customer'))
+    role    TEXT NOT NULL CHECK (role IN ('company', 'employee', 'customer')),
+    payment_term_id INTEGER REFERENCES payment_terms(id)  -- the customer's payment term (none: due at once)
 );
 
 CREATE TABLE addresses (
@@ -56,7 +64,8 @@ CREATE TABLE sales (
     invoice_state   TEXT NOT NULL,
     shipment_state  TEXT NOT NULL,
     opportunity_id  INTEGER REFERENCES opportunities(id),  -- the opportunity converted into this sale
-    amounts_cache   TEXT  -- "untaxed tax total" frozen when the sale was cancelled (cleared when reset to draft)
+    amounts_cache   TEXT,  -- "untaxed tax total" frozen when the sale was cancelled (cleared when reset to draft)
+    payment_term_id INTEGER REFERENCES payment_terms(id)  -- the customer's term when the sale was created
 );
 CREATE INDEX sales_party ON sales(party_id);
 CREATE INDEX sales_opportunity ON sales(opportunity_id);
@@ -111,7 +120,9 @@ CREATE TABLE invoices (
     writeoff      TEXT NOT NULL DEFAULT '0.00',   -- written off when it was settled (negative: an excess kept)
     overpaid      TEXT NOT NULL DEFAULT '0.00',   -- received beyond what it applied (left as the customer's
                                                   -- credit, or kept by a negative write-off)
-    credit_of     INTEGER REFERENCES invoices(id) -- a credit note: the invoice it credits (negated amounts)
+    credit_of     INTEGER REFERENCES invoices(id), -- a credit note: the invoice it credits (negated amounts)
+    invoice_date  TEXT,                           -- the business date it was posted (NULL while a draft)
+    due_date      TEXT                            -- invoice date plus its sale's payment term (NULL while a draft)
 );
 CREATE INDEX invoices_sale ON invoices(sale_id);
 CREATE INDEX invoices_credit_of ON invoices(credit_of);

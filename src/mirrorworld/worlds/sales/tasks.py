@@ -704,6 +704,87 @@ class AmendQuotation(TaskFamily):
         )
 
 
+def _overdue_alone(image: Image) -> list[tuple[Any, ...]]:
+    """(invoice id, number, due, due date, invoice date, total, sale id, party) of every overdue invoice whose customer
+    has no other overdue invoice, as of the image's business date."""
+    today = str(image.query("SELECT now FROM sim_clock WHERE id=1")[0][0])[:10]
+    rows = image.query(
+        "SELECT i.id, i.number, i.total, i.paid, i.writeoff, i.due_date, i.invoice_date, s.id, s.party_id "
+        "FROM invoices i JOIN sales s ON s.id = i.sale_id WHERE i.state='posted' AND i.credit_of IS NULL "
+        "AND i.due_date < ? ORDER BY i.id",
+        (today,),
+    )
+    out = []
+    for iid, number, total, paid, writeoff, due_date, dated, sid, pid in rows:
+        due = Decimal(total) - Decimal(paid) - Decimal(writeoff)
+        if due > 0:
+            out.append((int(iid), str(number), money(due), str(due_date), str(dated), str(total), int(sid), int(pid)))
+    parties = [r[7] for r in out]
+    return [r for r in out if parties.count(r[7]) == 1]
+
+
+class ChaseOverdue(TaskFamily):
+    name = "chase_overdue"
+    description = (
+        "A customer asks what they owe past its due date: find their overdue invoice, state amount and due date."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        _iid, number, due, due_date, dated, total, sid, pid = _pick(rng, _overdue_alone(image), self.name)
+        distractors = tuple(x for x in (total,) if x != due)
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                "We had a reminder that something of ours is overdue with you, but we can't find the invoice. "
+                "Which invoice is it, how much is still owed on it and when was it due?",
+            ),
+            [
+                ToolCall("list_overdue_invoices", {"party_id": pid}),
+                ToolCall(
+                    "respond",
+                    {"message": f"Invoice {number} is overdue: ${due} is still owed on it; it was due on {due_date}."},
+                ),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [],  # nothing to change: the state gate holds the invoice as it was
+            (Fact("amount overdue", due, "money", distractors), Fact("due date", due_date, "date", (dated,))),
+        )
+
+
+class PayOverdue(TaskFamily):
+    name = "pay_overdue"
+    description = "A customer pays what is overdue without naming the invoice: find it, record the payment in full."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        iid, number, due, _due_date, _dated, _total, sid, pid = _pick(rng, _overdue_alone(image), self.name)
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                f"Sorry for the delay: we have just wired ${due}, everything we owe you that is past due. "
+                "Please record it.",
+            ),
+            [
+                ToolCall("list_overdue_invoices", {"party_id": pid}),
+                ToolCall("pay_invoice", {"invoice_id": iid, "amount": json_number(due)}),
+                ToolCall(
+                    "respond",
+                    {"message": f"We received your payment of ${due} for invoice {number}; nothing is overdue now."},
+                ),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [_field("overdue invoice paid", "invoices", iid, "state", "paid")],
+            (Fact("invoice paid", number, "id"),),
+        )
+
+
 FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides which task reset(seed=i) plays
     AddContact(),
     NewLead(),
@@ -722,6 +803,8 @@ FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides wh
     ConvertOpportunity(),
     WinOpportunity(),
     AmendQuotation(),
+    ChaseOverdue(),
+    PayOverdue(),
 )
 for _family in FAMILIES:  # the sales desk's figures until a world binds its own (World.parameters)
     _family.parameters = PARAMETERS

@@ -15,6 +15,7 @@ stock short), ``policy_refused`` (a discount or payment rule).
 from __future__ import annotations
 
 import sqlite3
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Protocol
 
@@ -105,6 +106,26 @@ def _priced_lines(db: Db, sale_id: int) -> list[tuple[int, str]]:
     return db.execute("SELECT quantity, unit_price FROM sale_lines WHERE sale_id=?", (sale_id,)).fetchall()
 
 
+def business_date(db: Db) -> str:
+    """Today's business date, ``YYYY-MM-DD``: the session's simulated clock (the data generator keeps its own)."""
+    now = getattr(db, "now", None)
+    if now is not None:
+        return str(now())[:10]
+    return str(getattr(db, "date"))  # noqa: B009 - the generator's Db (data._GenDb)
+
+
+def _term_days(db: Db, sale_id: int) -> int:
+    """The days a sale's invoices fall due after their date (its payment term; none: due at once)."""
+    row = db.one("SELECT t.days FROM sales s JOIN payment_terms t ON t.id = s.payment_term_id WHERE s.id=?", (sale_id,))
+    return int(row["days"]) if row is not None else 0
+
+
+def _dated(db: Db, sale_id: int) -> tuple[str, str]:
+    """(invoice date, due date) of a document of ``sale_id`` posted today."""
+    today = business_date(db)
+    return today, str(date.fromisoformat(today) + timedelta(days=_term_days(db, sale_id)))
+
+
 def tax_rounding(db: Db) -> str:
     """The world's tax rounding (a tool's context reads its world's; the data generator passes its own)."""
     param = getattr(db, "param", None)
@@ -165,9 +186,10 @@ def ops_convert_opportunity(db: Db, opportunity_id: int) -> dict[str, Any]:
     if opp["state"] != "opportunity":
         raise _refused_click("convert", str(opp["number"]), "Sale Opportunity", "opportunity_workflow")
     cur = db.execute(
-        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, opportunity_id) "
-        "VALUES (NULL, ?, ?, 'draft', 'none', 'none', ?)",
-        (opp["party_id"], opp["description"], opportunity_id),
+        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, opportunity_id, "
+        "payment_term_id) VALUES (NULL, ?, ?, 'draft', 'none', 'none', ?, "
+        "(SELECT payment_term_id FROM parties WHERE id=?))",
+        (opp["party_id"], opp["description"], opportunity_id, opp["party_id"]),
     )
     db.execute("UPDATE opportunities SET state='converted' WHERE id=?", (opportunity_id,))
     return {
@@ -209,10 +231,10 @@ def _process_opportunity(db: Db, sale_id: int) -> None:
 def ops_create_quotation(db: Db, party_id: int, description: str) -> dict[str, Any]:
     _get(db, "parties", "party", party_id)
     description = clean_text(description, "description", 200)
-    cur = db.execute(
-        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state) "
-        "VALUES (NULL, ?, ?, 'draft', 'none', 'none')",
-        (party_id, description),
+    cur = db.execute(  # the sale takes the customer's payment term, as Tryton's on_change_party does
+        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, payment_term_id) "
+        "VALUES (NULL, ?, ?, 'draft', 'none', 'none', (SELECT payment_term_id FROM parties WHERE id=?))",
+        (party_id, description, party_id),
     )
     return {"sale_id": int(cur.lastrowid or 0), "state": "draft"}
 
@@ -485,7 +507,11 @@ def ops_post(db: Db, invoice_id: int) -> dict[str, Any]:
     if inv["state"] != "draft":
         raise _refused_click("post", _invoice_name(inv), "Account Invoice", "sale_workflow")
     number = _next(db, "invoice")  # invoices and credit notes share one sequence
-    db.execute("UPDATE invoices SET state='posted', number=? WHERE id=?", (number, invoice_id))
+    dated, due = _dated(db, inv["sale_id"])
+    db.execute(
+        "UPDATE invoices SET state='posted', number=?, invoice_date=?, due_date=? WHERE id=?",
+        (number, dated, due, invoice_id),
+    )
     if inv["credit_of"] is None:
         _invoice_settled(db, inv["sale_id"])
     return {"invoice_id": invoice_id, "number": number, "state": "posted", "total_amount": inv["total"]}
@@ -590,10 +616,11 @@ def ops_credit(db: Db, invoice_id: int) -> dict[str, Any]:
     refund = inv["state"] == "posted" and Decimal(inv["paid"]) == 0
     number = _next(db, "invoice") if refund else None
     negated = [money(-Decimal(inv[k])) for k in ("untaxed", "tax", "total")]
+    dated, due = _dated(db, inv["sale_id"]) if refund else (None, None)
     cur = db.execute(
-        "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid, credit_of) "
-        "VALUES (?, ?, ?, ?, ?, ?, '0.00', ?)",
-        (inv["sale_id"], number, "paid" if refund else "draft", *negated, invoice_id),
+        "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid, credit_of, invoice_date, due_date) "
+        "VALUES (?, ?, ?, ?, ?, ?, '0.00', ?, ?, ?)",
+        (inv["sale_id"], number, "paid" if refund else "draft", *negated, invoice_id, dated, due),
     )
     if refund:
         db.execute("UPDATE invoices SET state='cancelled' WHERE id=?", (invoice_id,))
@@ -635,19 +662,27 @@ def search_parties(ctx: ToolContext, query: str) -> dict[str, Any]:
 
 @tool("read")
 def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
-    """Open a customer: address, contact mechanisms, leads, sales and balance (what they owe; negative: credit).
+    """Open a customer: payment term, address, contact mechanisms, leads, sales and balance (what they owe;
+    negative: credit).
 
     Args:
         party_id: The party's id.
     """
     party = _get(ctx, "parties", "party", party_id)
+    term = ctx.one("SELECT name FROM payment_terms WHERE id=?", (party["payment_term_id"],))
     address = ctx.one("SELECT street, city, postal_code FROM addresses WHERE party_id=? ORDER BY id", (party_id,))
     contacts = ctx.all("SELECT id, type, value FROM contacts WHERE party_id=? ORDER BY id", (party_id,))
     opps = ctx.all("SELECT id, number, state FROM opportunities WHERE party_id=? ORDER BY id", (party_id,))
     sales = ctx.all("SELECT id, number, state FROM sales WHERE party_id=? ORDER BY id", (party_id,))
     ctx.show(f"party:{party_id}", f"party {party_id}: {party['name']}")
     return {
-        "party": {"id": party["id"], "code": party["code"], "name": party["name"]},
+        "party": {
+            "id": party["id"],
+            "code": party["code"],
+            "name": party["name"],
+            "payment_term_id": party["payment_term_id"],
+            "payment_term": term["name"] if term else None,
+        },
         "address": address,
         "contacts": contacts,
         "opportunities": opps,
@@ -751,10 +786,13 @@ def list_sales(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
 
 @tool("read")
 def get_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
-    """Open an invoice or credit note: number, state, amounts, paid, written off, still due, credit notes.
+    """Open an invoice or credit note: number, state, dates, amounts, paid, written off, still due, credit notes.
 
-    A credit note has ``type`` ``credit_note``, negative amounts and the
-    invoice it credits in ``credit_of``; an invoice lists its credit notes.
+    Once posted it has its ``invoice_date`` and its ``due_date`` (the invoice
+    date plus its ``payment_term``); it is ``overdue`` while something is still
+    due after its due date. A credit note has ``type`` ``credit_note``,
+    negative amounts and the invoice it credits in ``credit_of``; an invoice
+    lists its credit notes.
 
     Args:
         invoice_id: The invoice's id.
@@ -762,15 +800,70 @@ def get_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
     inv = _get(ctx, "invoices", "invoice", invoice_id)
     notes = ctx.all("SELECT id, number, state, total FROM invoices WHERE credit_of=? ORDER BY id", (invoice_id,))
     keys = ("id", "sale_id", "number", "state", "untaxed", "tax", "total", "paid", "writeoff")
+    term = ctx.one(
+        "SELECT t.name FROM sales s JOIN payment_terms t ON t.id = s.payment_term_id WHERE s.id=?", (inv["sale_id"],)
+    )
+    due = amount_due(inv)
     return {
         "invoice": {
             **{k: inv[k] for k in keys},
-            "amount_due": money(amount_due(inv)),
+            "payment_term": term["name"] if term else None,
+            "invoice_date": inv["invoice_date"],
+            "due_date": inv["due_date"],
+            "amount_due": money(due),
+            "overdue": is_overdue(inv, business_date(ctx)),
             "type": "invoice" if inv["credit_of"] is None else "credit_note",
             "credit_of": inv["credit_of"],
             "credit_notes": notes,
         }
     }
+
+
+def is_overdue(inv: dict[str, Any], today: str) -> bool:
+    """Whether an invoice (not a credit note) is overdue: posted, something still due, its due date past."""
+    return (
+        inv["credit_of"] is None
+        and inv["state"] == "posted"
+        and inv["due_date"] is not None
+        and inv["due_date"] < today
+        and amount_due(inv) > 0
+    )
+
+
+@tool("read")
+def list_overdue_invoices(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
+    """List a customer's overdue invoices (posted, still due after their due date), oldest due first.
+
+    Each shows its number, sale, invoice and due dates, the amount still due
+    and how many days it is overdue; ``total_overdue`` sums what is due on
+    them, as of ``today``.
+
+    Args:
+        party_id: The party's id.
+    """
+    _get(ctx, "parties", "party", party_id)
+    today = business_date(ctx)
+    rows = ctx.all(
+        "SELECT i.* FROM sales s JOIN invoices i ON i.sale_id = s.id WHERE s.party_id=? AND i.state='posted' "
+        "AND i.credit_of IS NULL AND i.due_date < ? ORDER BY i.due_date, i.id",
+        (party_id, today),
+    )
+    day = date.fromisoformat(today)
+    out = [
+        {
+            "id": r["id"],
+            "number": r["number"],
+            "sale_id": r["sale_id"],
+            "invoice_date": r["invoice_date"],
+            "due_date": r["due_date"],
+            "amount_due": money(amount_due(r)),
+            "days_overdue": (day - date.fromisoformat(r["due_date"])).days,
+        }
+        for r in rows
+        if is_overdue(r, today)
+    ]
+    total = sum((Decimal(r["amount_due"]) for r in out), Decimal(0))
+    return {"today": today, "invoices": out, "total_overdue": money(total)}
 
 
 # -- write tools ------------------------------------------------------------------
@@ -1030,4 +1123,5 @@ TOOLS: tuple[ToolSpec, ...] = (
     remove_line,
     reopen_sale,
     credit_invoice,
+    list_overdue_invoices,
 )

@@ -84,7 +84,7 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
     approvals = db.execute("SELECT discount FROM approvals WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
     shipments = db.execute("SELECT id, state FROM shipments WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
     invoices = db.execute(
-        "SELECT number, state, untaxed, tax, total, paid, writeoff, credit_of IS NOT NULL FROM invoices "
+        "SELECT number, state, untaxed, tax, total, paid, writeoff, due_date, credit_of IS NOT NULL FROM invoices "
         "WHERE sale_id=? ORDER BY id",
         (ident,),
     ).fetchall()
@@ -98,15 +98,15 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
         "lines": [[p, q, _dec(u)] for p, q, u in lines],
         "approvals": sorted(_dec(a[0]) for a in approvals),
         "shipments": [[s[1], _moves(db, s[0])] for s in shipments],
-        "invoices": [_document(i) for i in invoices if not i[7]],
-        "credit_notes": [_document(i) for i in invoices if i[7]],
+        "invoices": [_document(i) for i in invoices if not i[8]],
+        "credit_notes": [_document(i) for i in invoices if i[8]],
     }
 
 
 def _document(row: tuple[Any, ...]) -> list[Any]:
-    """An invoice or credit note: number, state, untaxed, tax, total, paid, written off."""
+    """An invoice or credit note: number, state, untaxed, tax, total, paid, written off, due date."""
     number, state, *figures = row[:7]
-    return [number, state, *(_dec(f) for f in figures)]
+    return [number, state, *(_dec(f) for f in figures), row[7]]
 
 
 def canonical_state(db: sqlite3.Connection) -> dict[str, Any]:
