@@ -264,3 +264,42 @@ def test_the_overdue_families_name_the_invoice_its_amount_and_due_date() -> None
         listed = _call(s, "list_overdue_invoices", party_id=pay.customer_id)["data"]
         (only,) = listed["invoices"]  # type: ignore[index]
         assert pay.gold[1].args == {"invoice_id": only["id"], "amount": pytest.approx(float(only["amount_due"]))}
+
+
+# -- credit limits ---------------------------------------------------------------------
+
+
+def test_confirming_past_the_credit_limit_is_refused_with_trytons_message() -> None:
+    with WORLD.session() as s:
+        party = _call(s, "get_party", party_id=22)["data"]
+        assert (party["party"]["credit_limit"], party["credit_amount"]) == ("1200.00", "972.22")  # type: ignore[index]
+        refused = _call(s, "confirm_sale", sale_id=8)["error"]
+        assert refused == {
+            "code": "policy_refused",
+            "message": 'The party "Tidewater Books" will exceed their $1200.00 credit limit by $577.47.',
+            "rule": "credit_limit",
+        }
+        assert _call(s, "get_sale", sale_id=8)["data"]["sale"]["state"] == "quotation"  # type: ignore[index]
+        # A payment frees the credit: the same order then goes ahead.
+        assert _call(s, "pay_invoice", invoice_id=15, amount="972.22")["ok"]
+        assert _call(s, "get_party", party_id=22)["data"]["credit_amount"] == "0.00"  # type: ignore[index]
+        assert _call(s, "confirm_sale", sale_id=8)["data"]["state"] == "processing"  # type: ignore[index]
+        # A confirmed order counts untaxed until its invoice is posted, then as the invoice's total.
+        assert _call(s, "get_party", party_id=22)["data"]["credit_amount"] == "577.47"  # type: ignore[index]
+        invoice = _call(s, "get_sale", sale_id=8)["data"]["invoices"][0]["id"]  # type: ignore[index]
+        assert _call(s, "post_invoice", invoice_id=invoice)["ok"]
+        assert _call(s, "get_party", party_id=22)["data"]["credit_amount"] == "635.22"  # type: ignore[index]
+
+
+def test_a_customer_without_a_limit_is_never_held_and_families_confirm_within_it() -> None:
+    with WORLD.session() as s:
+        assert _call(s, "get_party", party_id=25)["data"]["party"]["credit_limit"] is None  # type: ignore[index]
+        assert _call(s, "confirm_sale", sale_id=7)["ok"]
+    for seed in range(6):
+        for family in ("confirm_order", "win_opportunity", "pay_then_confirm"):
+            task = WORLD.task(family, seed)
+            with WORLD.session(task) as s:
+                assert all(s.call(c.tool, c.args).ok for c in task.gold), task.id
+    hold = WORLD.task("credit_hold", 0)
+    assert [c.tool for c in hold.gold] == ["get_party", "respond"]
+    assert {f.label for f in hold.facts} == {"credit limit"}

@@ -101,7 +101,7 @@ def test_refused_call_inside_a_session_is_rolled_back(twin: Any) -> None:
     with twin.session() as t:
         before = t.canonical_state()
         # Shipping needs more stock than exists: Tryton reserves part, the savepoint undoes it.
-        sale = t.call("create_quotation", {"party_id": 3}).data["sale_id"]
+        sale = t.call("create_quotation", {"party_id": 25}).data["sale_id"]
         t.call("add_line", {"sale_id": sale, "product_id": 1, "quantity": 5000})
         t.call("quote_sale", {"sale_id": sale})
         confirmed = t.call("confirm_sale", {"sale_id": sale}).data
@@ -440,3 +440,46 @@ def test_tryton_matures_a_net_30_invoice_thirty_days_after_its_date(twin: Any) -
         listed = t.call("list_overdue_invoices", {"party_id": 14}).data
         assert [(i["id"], i["days_overdue"]) for i in listed["invoices"]] == [(12, 17)]
         assert t.decided_by == "real"
+
+
+# Credit limits: sale_credit_limit refuses the confirmation (CreditLimitError, its own message) and counts what the
+# mirror counts: the receivable plus confirmed orders' lines no posted invoice carries.
+CREDIT: dict[str, list[tuple[str, Any]]] = {
+    "held, paid, confirmed, invoiced": [
+        ("get_party", {"party_id": 22}),
+        ("confirm_sale", {"sale_id": 8}),
+        ("pay_invoice", {"invoice_id": 15, "amount": "500.00"}),
+        ("get_party", {"party_id": 22}),
+        ("confirm_sale", {"sale_id": 8}),
+        ("pay_invoice", {"invoice_id": 15, "amount": "472.22"}),
+        ("confirm_sale", {"sale_id": 8}),
+        ("get_party", {"party_id": 22}),
+        ("post_invoice", {"invoice_id": 18}),
+        ("get_party", {"party_id": 22}),
+    ],
+    "every limited customer": [
+        *(("get_party", {"party_id": p}) for p in (3, 6, 15, 16, 22)),
+        ("confirm_sale", {"sale_id": 12}),
+        ("confirm_sale", {"sale_id": 11}),
+        ("get_party", {"party_id": 3}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(CREDIT))
+def test_credit_limits_agree_with_tryton(twin: Any, name: str) -> None:
+    from mirrorworld.fidelity.harness import response
+
+    with WORLD.session() as m, twin.session() as t:
+        for tool, args in CREDIT[name]:
+            a, b = response(m.call(tool, args)), response(t.call(tool, args))
+            assert a == b, (tool, args, a, b)
+        assert t.canonical_state() == canonical_state(m.db)
+
+
+def test_tryton_decides_the_credit_limit(twin: Any) -> None:
+    with twin.session() as t:
+        result = t.call("confirm_sale", {"sale_id": 8})
+        assert t.decided_by == "real"
+        assert result.error is not None and result.error["code"] == "policy_refused"
+        assert "credit limit" in result.error["message"]

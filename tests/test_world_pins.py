@@ -230,6 +230,8 @@ PINS = {
             "amend_quotation",
             "chase_overdue",
             "pay_overdue",
+            "credit_hold",
+            "pay_then_confirm",
         ),
     ),
     "sales_v1": Pin(
@@ -284,6 +286,8 @@ PINS = {
             "amend_quotation",
             "chase_overdue",
             "pay_overdue",
+            "credit_hold",
+            "pay_then_confirm",
         ),
     ),
 }

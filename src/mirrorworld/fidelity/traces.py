@@ -425,9 +425,16 @@ def _interface_call(rng: random.Random, s: Session) -> ToolCall:
 
 def _refused_call(rng: random.Random, s: Session) -> ToolCall:
     """A well-formed call the real system refuses: a record that is missing or in the wrong state, an invalid
-    contact, an amount above what is due."""
-    kind = rng.randrange(15)
+    contact, an amount above what is due, an order past the customer's credit limit."""
+    kind = rng.randrange(16)
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
+    if kind == 15:  # a quotation of a customer with a credit limit (Tryton refuses those that would pass it)
+        limited = _ids(
+            s,
+            "SELECT s.id FROM sales s JOIN parties p ON p.id = s.party_id "
+            "WHERE s.state='quotation' AND p.credit_limit IS NOT NULL",
+        )
+        return ToolCall("confirm_sale", {"sale_id": _pick(rng, limited)})
     if kind >= 13:
         return _refused_settlement(rng, s, kind)
     if kind == 10:

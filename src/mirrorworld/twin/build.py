@@ -11,8 +11,10 @@ Two stages, each cached on its own:
   the standard terms Tryton ships, addresses, contacts, products, stock) is
   created in the same order as the mirror's, and the world's history of tool
   calls is replayed through the twin's tools (its date steps move Tryton's
-  *today*, so invoices are posted on the mirror's dates), so the twin's
-  pristine state is the mirror's.
+  *today*, so invoices are posted on the mirror's dates, and its last steps
+  give customers their credit limits), so the twin's pristine state is the
+  mirror's. The desk's user is in every group but the credit-limit one: a
+  sale over a customer's limit is refused, not a warning to override.
 
 Usage: ``python -m mirrorworld.twin.build modules DIR`` or
 ``python -m mirrorworld.twin.build world DIR SCALE DATA_SEED [OPTIONS_JSON]``.
@@ -137,7 +139,9 @@ def build_world(directory: Path, scale: float, data_seed: int, options: dict[str
                 (party,) = Party.create([{"name": name}])
                 _expect(party.id, pid, "party")
             # The user the setup runs as: Tryton fills some defaults only for a real user.
-            groups = [g.id for g in pool.get("res.group").search([])]
+            # Not the credit-limit group: the desk cannot override a customer's credit limit, Tryton refuses.
+            no_override = pool.get("ir.model.data").get_id("account_credit_limit", "group_credit_limit")
+            groups = [g.id for g in pool.get("res.group").search([]) if g.id != no_override]
             pool.get("res.user").create([{"name": "Administrator", "login": "admin", "groups": [("add", groups)]}])
         _setup_company(pool, day, options or {})
         with Transaction().start(NAME, 0) as tx, tx.set_context(company=1):
@@ -159,6 +163,9 @@ def build_world(directory: Path, scale: float, data_seed: int, options: dict[str
             if call.tool == data.SET_DATE and isinstance(call.args, dict):  # the date of the calls that follow
                 tryton.fix_today(pool, date.fromisoformat(str(call.args["date"])))
                 continue
+            if call.tool == data.SET_CREDIT_LIMIT and isinstance(call.args, dict):  # set by accounts, not the desk
+                _credit_limit(pool, int(call.args["party_id"]), Decimal(str(call.args["limit"])))
+                continue
             call = data.resolve(call, due)
             result = session.call(call.tool, call.args)
             if not result.ok:
@@ -168,6 +175,15 @@ def build_world(directory: Path, scale: float, data_seed: int, options: dict[str
         raise
     finally:
         session.close()
+
+
+def _credit_limit(pool: Any, party_id: int, limit: Decimal) -> None:
+    """Give a customer their credit limit (``account_credit_limit``'s company-dependent amount)."""
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    Party = pool.get("party.party")
+    with Transaction().set_context(company=1):
+        Party.write([Party(party_id)], {"credit_limit_amount": limit})
 
 
 def _expect(got: int, want: int, what: str) -> None:

@@ -42,6 +42,7 @@ __all__ = ["ERROR_CODES", "TOOLS", "canonical_state", "context"]
 
 ERROR_CODES = {
     "PayInvoiceError": "policy_refused",
+    "CreditLimitError": "policy_refused",
     "AccessButtonError": "invalid_state",
     "AccessError": "invalid_state",
 }
@@ -158,12 +159,14 @@ def get_party(pool: Any, party_id: int) -> dict[str, Any]:
             "name": party.name,
             "payment_term_id": party.customer_payment_term.id if party.customer_payment_term else None,
             "payment_term": party.customer_payment_term.name if party.customer_payment_term else None,
+            "credit_limit": money(party.credit_limit_amount) if party.credit_limit_amount is not None else None,
         },
         "address": address,
         "contacts": [{"id": c.id, "type": c.type, "value": c.value} for c in contacts],
         "opportunities": [{"id": o.id, "number": o.number, "state": o.state} for o in opps],
         "sales": [{"id": s.id, "number": s.number, "state": s.state} for s in sales],
         "balance": money(party.receivable),
+        "credit_amount": money(party.credit_amount),
     }
 
 

@@ -286,7 +286,12 @@ SALES: dict[str, ToolDecl] = {
         errors={"trytond.modules.sale.exceptions.SaleQuotationError": "validation_error"},
     ),
     "reopen_sale": ToolDecl("sale.sale", {"sale_id": Key("sale.sale")}, buttons=("draft",)),
-    "confirm_sale": ToolDecl("sale.sale", {"sale_id": Key("sale.sale")}, buttons=("confirm", "process")),
+    "confirm_sale": ToolDecl(
+        "sale.sale",
+        {"sale_id": Key("sale.sale")},
+        buttons=("confirm", "process"),
+        errors={"trytond.modules.account_credit_limit.exceptions.CreditLimitError": "policy_refused"},
+    ),
     "cancel_sale": ToolDecl("sale.sale", {"sale_id": Key("sale.sale")}, buttons=("cancel",)),
     "ship_shipment": ToolDecl(
         "stock.shipment.out",

@@ -21,7 +21,16 @@ from typing import Any
 
 __all__ = ["MODULES", "available", "configure", "fix_today", "load_pool", "quiet", "relax_email_check", "versions"]
 
-MODULES = ("sale", "sale_opportunity", "sale_discount", "stock", "account_invoice", "account_invoice_stock")
+MODULES = (
+    "sale",
+    "sale_opportunity",
+    "sale_discount",
+    "stock",
+    "account_invoice",
+    "account_invoice_stock",
+    "account_credit_limit",
+    "sale_credit_limit",
+)
 """The Tryton modules the sales twin activates (with their dependencies)."""
 
 DISTRIBUTIONS = (
@@ -29,6 +38,8 @@ DISTRIBUTIONS = (
     "trytond-sale",
     "trytond-sale-opportunity",
     "trytond-sale-discount",
+    "trytond-account-credit-limit",
+    "trytond-sale-credit-limit",
     "trytond-stock",
     "trytond-account-invoice",
     "trytond-account",

@@ -9,7 +9,9 @@ The pristine state is built in two steps, both pure functions of the seeded
 2. **history** (:func:`history`) — a list of ordinary tool calls (leads
    created, qualified and lost; sales drafted, quoted, confirmed, shipped,
    invoiced, paid, cancelled) replayed through the same operations the tools
-   use.
+   use, with two kinds of step that are no tool: the business date of the
+   calls that follow (:data:`SET_DATE`: invoices were posted over the past
+   weeks) and, last, the customers' credit limits (:data:`SET_CREDIT_LIMIT`).
 
 The real twin builds its database from exactly these two inputs, through the
 real system, so both backends start from the same business state with the
@@ -92,6 +94,10 @@ PAYMENT_TERMS = (
 terms the real system ships, with its ids; its end-of-month terms are not used)."""
 _CUSTOMER_TERMS = (1, 3, 4)
 """The terms customers are on, in turn by party id."""
+
+SET_CREDIT_LIMIT = "set_credit_limit"
+"""A history step that is no tool: a customer's credit limit (``{"party_id": 3, "limit": "5000.00"}``), set by
+accounts once the history is in (the desk cannot change one)."""
 
 SET_DATE = "set_date"
 """A history step that is no tool: the business date of the calls that follow (``{"date": "YYYY-MM-DD"}``)."""
@@ -290,6 +296,9 @@ def run_history_call(db: t.Db, call: ToolCall) -> None:
             raise WorldError("history dates are set only while the world is generated")
         db.date = str(a["date"])
         return
+    if call.tool == SET_CREDIT_LIMIT:
+        db.execute("UPDATE parties SET credit_limit=? WHERE id=?", (a["limit"], a["party_id"]))
+        return
     try:
         if call.tool == "create_lead":
             t.ops_create_lead(db, a["party_id"], a["description"], Decimal(a["amount"]))
@@ -326,14 +335,57 @@ def run_history_call(db: t.Db, call: ToolCall) -> None:
 def build(rng: random.Random, scale: float) -> tuple[Master, list[ToolCall]]:
     """The master data and the history for one ``(data_seed, scale)``."""
     master = master_data(rng, scale)
-    return master, history(rng, master)
+    calls = history(rng, master)
+    return master, calls + credit_limits(master, calls)
+
+
+def _hundreds(value: Decimal) -> Decimal:
+    return (value / 100).to_integral_value(rounding="ROUND_FLOOR") * 100
+
+
+def credit_limits(master: Master, calls: list[ToolCall]) -> list[ToolCall]:
+    """The credit limits accounts sets once the history is in, from what each customer then owes.
+
+    Every other customer with a quotation open is set just short of it: the
+    limit covers what they owe plus half of their smallest quotation (to the
+    hundred below, never less than what they owe), so confirming it would be
+    refused. Every third other customer gets $5,000 of room above what they
+    owe, rounded up to the hundred; the rest have no limit.
+    """
+    conn = sqlite3.connect(":memory:")
+    try:
+        _load(conn, master, calls, None)
+        db = _GenDb(conn)
+        out = []
+        for pid in sorted(master.party_terms):
+            owed = t.credit_amount(db, pid)
+            quotes = [
+                Decimal(t.sale_amounts(db, r["id"])[0])
+                for r in db.all("SELECT id FROM sales WHERE party_id=? AND state='quotation' ORDER BY id", (pid,))
+            ]
+            quotes = [q for q in quotes if q > 0]
+            if quotes and pid % 2 == 0:
+                limit = max(_hundreds(owed + min(quotes) / 2), -_hundreds(-owed))
+            elif pid % 3 == 0:
+                limit = -_hundreds(-owed) + 5000
+            else:
+                continue
+            out.append(ToolCall(SET_CREDIT_LIMIT, {"party_id": pid, "limit": f"{limit:.2f}"}))
+        return out
+    finally:
+        conn.close()
 
 
 def generate(
     conn: sqlite3.Connection, rng: random.Random, scale: float, parameters: Mapping[str, Any] | None = None
 ) -> None:
+    _load(conn, *build(rng, scale), parameters)
+
+
+def _load(
+    conn: sqlite3.Connection, master: Master, calls: list[ToolCall], parameters: Mapping[str, Any] | None
+) -> None:
     conn.executescript(SCHEMA.read_text(encoding="utf-8"))
-    master, calls = build(rng, scale)
     conn.executemany("INSERT INTO payment_terms (id, name, days) VALUES (?,?,?)", master.payment_terms)
     conn.executemany(
         "INSERT INTO parties (id, code, name, role, payment_term_id) VALUES (?,?,?,?,?)",

@@ -211,6 +211,7 @@ RULES = (
     Rule("stock_availability", "A shipment is sent only when every product is available in full."),
     Rule("payment_limit", "A payment never exceeds the amount still due on the invoice, unless it is an overpayment."),
     Rule("writeoff_limit", "A payment settles an invoice with a write-off of at most $5.00, short or over."),
+    Rule("credit_limit", "A sale is confirmed only while it keeps the customer within their credit limit."),
     Rule("credit_note", "Only a posted or paid invoice is credited; a credit note is not paid at the desk."),
     Rule("data_disclosure", "Never reveal another customer's data (name, contacts, address, sales, leads)."),
 )

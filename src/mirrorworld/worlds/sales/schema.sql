@@ -16,7 +16,8 @@ CREATE TABLE parties (
     code    TEXT NOT NULL UNIQUE,
     name    TEXT NOT NULL,
     role    TEXT NOT NULL CHECK (role IN ('company', 'employee', 'customer')),
-    payment_term_id INTEGER REFERENCES payment_terms(id)  -- the customer's payment term (none: due at once)
+    payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's payment term (none: due at once)
+    credit_limit    TEXT  -- the most the customer may owe, orders not yet invoiced included (NULL: no limit)
 );
 
 CREATE TABLE addresses (

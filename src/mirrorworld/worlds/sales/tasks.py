@@ -12,6 +12,7 @@ them.
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -21,8 +22,49 @@ from mirrorworld.core.task import Check, EntityRef, Fact, Task, TaskFamily, Tool
 from mirrorworld.core.tools import json_number
 from mirrorworld.errors import TaskError
 from mirrorworld.worlds.sales.rules import PARAMETERS, WRITEOFF_MAX, amounts, money, unit_price
+from mirrorworld.worlds.sales.tools import credit_amount
 
 WORLD = "sales"
+
+
+class _CloneDb:
+    """The tools' :class:`~mirrorworld.worlds.sales.tools.Db` over a pristine clone of the image (reads only)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
+        rows = self.all(sql, params)
+        return rows[0] if rows else None
+
+    def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+
+def _credit_room(image: Image) -> dict[int, Decimal]:
+    """Customer with a credit limit -> what their limit leaves for new orders (limit less credit amount)."""
+
+    def build(image: Image) -> dict[int, Decimal]:
+        conn = image.acquire()
+        try:
+            db = _CloneDb(conn)
+            rows = db.all("SELECT id, credit_limit FROM parties WHERE credit_limit IS NOT NULL ORDER BY id")
+            return {int(r["id"]): Decimal(r["credit_limit"]) - credit_amount(db, int(r["id"])) for r in rows}
+        finally:
+            image.release(conn)
+
+    return image.derived("sales/credit_room", build)
+
+
+def _within_credit(image: Image, party_id: int, untaxed: Decimal) -> bool:
+    """Whether confirming an order of ``untaxed`` keeps the customer within their credit limit."""
+    room = _credit_room(image).get(party_id)
+    return room is None or untaxed <= room
 
 
 def _pick(rng: random.Random, rows: Sequence[tuple[Any, ...]], family: str) -> tuple[Any, ...]:
@@ -273,7 +315,11 @@ class ConfirmOrder(TaskFamily):
     description = "A customer accepts a quotation: confirm it and state the order total."
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
-        rows = image.query("SELECT id, number, party_id FROM sales WHERE state='quotation' ORDER BY id")
+        rows = [
+            r
+            for r in image.query("SELECT id, number, party_id FROM sales WHERE state='quotation' ORDER BY id")
+            if _within_credit(image, r[2], Decimal(_sale_amounts(image, r[0], self.param("tax_rounding"))[0]))
+        ]
         sid, number, pid = _pick(rng, rows, self.name)
         untaxed, _tax, total = _sale_amounts(image, sid, self.param("tax_rounding"))
         return _task(
@@ -595,6 +641,9 @@ class _ConvertFamily(TaskFamily):
             "SELECT o.id, o.number, o.party_id, o.description FROM opportunities o WHERE o.state='opportunity' "
             "AND EXISTS (SELECT 1 FROM addresses a WHERE a.party_id=o.party_id) ORDER BY o.id"
         )
+        if self.confirm:  # the largest order drawn below stays within the customer's credit limit
+            largest = 20 * max(Decimal(p) for _i, _n, p in _products(image))
+            rows = tuple(r for r in rows if _within_credit(image, r[2], largest))
         oid, onum, pid, description = _pick(rng, rows, self.name)
         (p1, n1, lp1) = rng.choice(_products(image))
         q1 = rng.randint(2, 20)
@@ -785,6 +834,104 @@ class PayOverdue(TaskFamily):
         )
 
 
+def _over_limit(image: Image, tax_rounding: str) -> list[tuple[int, str, int, str, str, Decimal]]:
+    """(sale id, number, party, untaxed, total, room) of every quotation that confirming would take past its
+    customer's credit limit."""
+    out = []
+    for sid, number, pid in image.query("SELECT id, number, party_id FROM sales WHERE state='quotation' ORDER BY id"):
+        untaxed, _tax, total = _sale_amounts(image, sid, tax_rounding)
+        room = _credit_room(image).get(int(pid))
+        if room is not None and Decimal(untaxed) > room:
+            out.append((int(sid), str(number), int(pid), untaxed, total, room))
+    return out
+
+
+def _limit(image: Image, party_id: int) -> str:
+    return str(image.query("SELECT credit_limit FROM parties WHERE id=?", (party_id,))[0][0])
+
+
+class CreditHold(TaskFamily):
+    name = "credit_hold"
+    description = (
+        "A customer accepts a quotation that would take them past their credit limit: do not confirm it; tell "
+        "them the limit and that a payment of what they owe lets the order go ahead."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        sid, number, pid, untaxed, total, _room = _pick(rng, _over_limit(image, self.param("tax_rounding")), self.name)
+        limit = _limit(image, pid)
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, f"We accept quotation {number}, please go ahead with the order."),
+            [
+                ToolCall("get_party", {"party_id": pid}),
+                ToolCall(
+                    "respond",
+                    {
+                        "message": f"Quotation {number} (${untaxed} before tax) would take your account past its "
+                        f"${limit} credit limit, so it is on hold; once a payment of what you owe comes in we can "
+                        "go ahead with it."
+                    },
+                ),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [],  # nothing to change: the state gate holds the quotation as it was
+            (Fact("credit limit", money(Decimal(limit)), "money", (total,)),),
+        )
+
+
+class PayThenConfirm(TaskFamily):
+    name = "pay_then_confirm"
+    description = (
+        "A customer over their credit limit pays an open invoice and accepts a quotation: record the payment "
+        "first, which frees the credit, then confirm the order."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = []
+        for sid, number, pid, untaxed, total, room in _over_limit(image, self.param("tax_rounding")):
+            for iid, inum, owed in image.query(
+                "SELECT i.id, i.number, i.total FROM invoices i JOIN sales s ON s.id = i.sale_id "
+                "WHERE s.party_id=? AND i.state='posted' AND i.paid='0.00' AND i.credit_of IS NULL ORDER BY i.id",
+                (pid,),
+            ):
+                if room + Decimal(owed) >= Decimal(untaxed):
+                    rows.append((sid, number, pid, untaxed, total, int(iid), str(inum), str(owed)))
+        sid, number, pid, untaxed, total, iid, inum, owed = _pick(rng, rows, self.name)
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                f"We have just wired ${owed} to pay invoice {inum}. We also accept quotation {number}: "
+                "please go ahead with the order.",
+            ),
+            [
+                ToolCall("pay_invoice", {"invoice_id": iid, "amount": json_number(owed)}),
+                # The read between paying and confirming keeps the payment before the order that needs its credit.
+                ToolCall("get_party", {"party_id": pid}),
+                ToolCall("confirm_sale", {"sale_id": sid}),
+                ToolCall(
+                    "respond",
+                    {
+                        "message": f"We received your payment of ${owed} for invoice {inum}, and order {number} is "
+                        f"confirmed, total ${total}."
+                    },
+                ),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [
+                _field("invoice paid", "invoices", iid, "state", "paid"),
+                _field("confirmed", "sales", sid, "state", "processing"),
+            ],
+            (Fact("order total", total, "money", (untaxed,)),),
+        )
+
+
 FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides which task reset(seed=i) plays
     AddContact(),
     NewLead(),
@@ -805,6 +952,8 @@ FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides wh
     AmendQuotation(),
     ChaseOverdue(),
     PayOverdue(),
+    CreditHold(),
+    PayThenConfirm(),
 )
 for _family in FAMILIES:  # the sales desk's figures until a world binds its own (World.parameters)
     _family.parameters = PARAMETERS

@@ -310,12 +310,49 @@ def ops_quote(db: Db, sale_id: int) -> dict[str, Any]:
     return {"sale_id": sale_id, "number": number, "state": "quotation", "total_amount": total}
 
 
+def credit_amount(db: Db, party_id: int) -> Decimal:
+    """What counts against a customer's credit limit, as the real system's credit-limit modules count it: their
+    balance on the books plus, for every sale confirmed or processing, the untaxed value of the lines no posted
+    invoice carries yet (an order invoiced in one document: all its lines until that invoice is posted), summed
+    unrounded per sale and rounded half-to-even to the cent as each sale is added."""
+    total = party_balance(db, party_id)
+    sales = db.all(
+        "SELECT id FROM sales WHERE party_id=? AND state IN ('confirmed', 'processing') ORDER BY id", (party_id,)
+    )
+    for sale in sales:
+        invoiced = db.one(
+            "SELECT id FROM invoices WHERE sale_id=? AND credit_of IS NULL AND number IS NOT NULL LIMIT 1",
+            (sale["id"],),
+        )
+        if invoiced is not None:
+            continue
+        open_value = sum((q * Decimal(u) for q, u in _priced_lines(db, sale["id"])), Decimal(0))
+        total = Decimal(money(total + open_value))
+    return total
+
+
+def check_credit_limit(db: Db, sale: dict[str, Any], untaxed: Decimal) -> None:
+    """Tryton's refusal to confirm a sale whose untaxed amount would take its customer past their credit limit."""
+    party = _get(db, "parties", "party", sale["party_id"])
+    if untaxed <= 0 or party["credit_limit"] is None:
+        return
+    limit = Decimal(party["credit_limit"])
+    if credit_amount(db, party["id"]) + untaxed - limit > 0:
+        raise ToolError(
+            "policy_refused",
+            f'The party "{party["name"]}" will exceed their {currency_text(limit)} credit limit by '
+            f"{currency_text(untaxed)}.",
+            rule="credit_limit",
+        )
+
+
 def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
     sale = _get(db, "sales", "sale", sale_id)
     if sale["state"] != "quotation":
         raise _refused_click("confirm", _sale_name(sale), "Sale", "sale_workflow")
     lines = _priced_lines(db, sale_id)
     untaxed, tax, total = amounts(lines, tax_rounding(db))
+    check_credit_limit(db, sale, Decimal(untaxed))
     if lines:
         db.execute(
             "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid) "
@@ -662,8 +699,9 @@ def search_parties(ctx: ToolContext, query: str) -> dict[str, Any]:
 
 @tool("read")
 def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
-    """Open a customer: payment term, address, contact mechanisms, leads, sales and balance (what they owe;
-    negative: credit).
+    """Open a customer: payment term, credit limit, address, contact mechanisms, leads, sales, balance (what they
+    owe; negative: credit) and credit amount (the balance plus confirmed orders not yet invoiced: what counts
+    against the credit limit).
 
     Args:
         party_id: The party's id.
@@ -682,12 +720,14 @@ def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
             "name": party["name"],
             "payment_term_id": party["payment_term_id"],
             "payment_term": term["name"] if term else None,
+            "credit_limit": party["credit_limit"],
         },
         "address": address,
         "contacts": contacts,
         "opportunities": opps,
         "sales": sales,
         "balance": money(party_balance(ctx, party_id)),
+        "credit_amount": money(credit_amount(ctx, party_id)),
     }
 
 
@@ -1000,6 +1040,9 @@ def remove_line(ctx: ToolContext, sale_id: SaleId, line_id: LineId) -> dict[str,
 @tool("write")
 def confirm_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
     """Confirm a quotation as a sales order: creates its shipment and its draft invoice.
+
+    Refused when its untaxed amount would take the customer's credit amount
+    past their credit limit (see get_party).
 
     Args:
         sale_id: The quotation's id.
