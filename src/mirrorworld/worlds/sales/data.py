@@ -253,11 +253,11 @@ def history(rng: random.Random, master: Master) -> list[ToolCall]:
     return calls
 
 
-class _GenDb:
+class _GenDb(t.ConnDb):
     """A :class:`~mirrorworld.worlds.sales.tools.Db` over a bare connection (generation only)."""
 
     def __init__(self, conn: sqlite3.Connection, parameters: Mapping[str, Any] | None = None) -> None:
-        self.conn = conn
+        super().__init__(conn)
         self.parameters = dict(parameters or {})
         self.date = SIM_DATE
         """The business date of the history's calls (moved by its :data:`SET_DATE` steps)."""
@@ -265,19 +265,6 @@ class _GenDb:
     def param(self, name: str) -> Any:
         """The generating world's parameter ``name`` (history is written under the world's rules)."""
         return self.parameters.get(name, "document" if name == "tax_rounding" else None)
-
-    def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
-        cur = self.conn.execute(sql, params)
-        row = cur.fetchone()
-        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
-
-    def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        cur = self.conn.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
-        return self.conn.execute(sql, params)
 
 
 def resolve(call: ToolCall, due: Any) -> ToolCall:

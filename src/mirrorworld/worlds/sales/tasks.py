@@ -12,7 +12,6 @@ them.
 from __future__ import annotations
 
 import random
-import sqlite3
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -22,28 +21,9 @@ from mirrorworld.core.task import Check, EntityRef, Fact, Task, TaskFamily, Tool
 from mirrorworld.core.tools import json_number
 from mirrorworld.errors import TaskError
 from mirrorworld.worlds.sales.rules import PARAMETERS, WRITEOFF_MAX, amounts, money, unit_price
-from mirrorworld.worlds.sales.tools import credit_amount
+from mirrorworld.worlds.sales.tools import ConnDb, credit_amount
 
 WORLD = "sales"
-
-
-class _CloneDb:
-    """The tools' :class:`~mirrorworld.worlds.sales.tools.Db` over a pristine clone of the image (reads only)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
-        rows = self.all(sql, params)
-        return rows[0] if rows else None
-
-    def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        cur = self.conn.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
-        return self.conn.execute(sql, params)
 
 
 def _credit_room(image: Image) -> dict[int, Decimal]:
@@ -52,7 +32,7 @@ def _credit_room(image: Image) -> dict[int, Decimal]:
     def build(image: Image) -> dict[int, Decimal]:
         conn = image.acquire()
         try:
-            db = _CloneDb(conn)
+            db = ConnDb(conn)
             rows = db.all("SELECT id, credit_limit FROM parties WHERE credit_limit IS NOT NULL ORDER BY id")
             return {int(r["id"]): Decimal(r["credit_limit"]) - credit_amount(db, int(r["id"])) for r in rows}
         finally:

@@ -59,6 +59,26 @@ class Db(Protocol):
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor: ...
 
 
+class ConnDb:
+    """A :class:`Db` over a bare connection (data generation, task generation's reads of a clone)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
+        cur = self.conn.execute(sql, params)
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+
+    def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+
 def _get(db: Db, table: str, what: str, ident: int) -> dict[str, Any]:
     row = db.one(f"SELECT * FROM {table} WHERE id=?", (ident,))
     if row is None:
