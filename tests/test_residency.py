@@ -6,10 +6,13 @@ from __future__ import annotations
 import gc
 import random
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from mirrorworld.core.session import Session
+from mirrorworld.core.store import Clone
 from mirrorworld.core.task import Task
 from mirrorworld.worlds.helpdesk import HelpdeskWorld
 
@@ -119,6 +122,70 @@ def test_raw_writes_survive_parking() -> None:
     assert s.changes() == changed and changed
     for x in (s, *others):
         x.close()
+
+
+def _statements_bringing_back(s: Session, world: HelpdeskWorld) -> list[str]:
+    """Park ``s`` (three other sessions take the clones), then record what bringing it back runs on its clone."""
+    others = [world.session(t) for t in _tasks(world, 3)]
+    assert not s.resident
+    seen: list[str] = []
+    world.image.lend = _tracing(world.image.lend, seen)  # type: ignore[method-assign]
+    s.state_hash()
+    del world.image.lend
+    for x in others:
+        x.close()
+    return seen
+
+
+def _tracing(lend: Callable[[Any], Clone], seen: list[str]) -> Callable[[Any], Clone]:
+    def traced(tenant: Any) -> Clone:
+        conn = lend(tenant)
+        conn.set_trace_callback(seen.append)
+        return conn
+
+    return traced
+
+
+def test_a_parked_session_comes_back_in_foreign_key_order_without_deferring() -> None:
+    # Deferring the checks expires every compiled statement of the clone: the usual path never does.
+    world = _world(2)
+    task = world.task("refund_damaged", 3)
+    s = world.session(task)
+    for call in task.gold:
+        s.call(call.tool, call.args)
+    before = (s.state_hash(), s.changes())
+    seen = _statements_bringing_back(s, world)
+    writes = [q for q in seen if q.split()[0] in ("INSERT", "UPDATE", "DELETE")]
+    assert writes and not [q for q in seen if "PRAGMA" in q]
+    tickets = [i for i, q in enumerate(writes) if q.startswith("INSERT INTO tickets ")]
+    messages = [i for i, q in enumerate(writes) if q.startswith("INSERT INTO ticket_messages ")]
+    assert tickets and messages and max(tickets) < min(messages)  # a message's ticket goes in first
+    assert (s.state_hash(), s.changes()) == before
+    s.close()
+
+
+def test_new_rows_referring_to_newer_rows_of_their_table_come_back() -> None:
+    world = _world(2)
+    s = world.session(world.task("update_email", 5))
+    db = s.db
+    top = db.execute("SELECT MAX(id) FROM tickets").fetchone()[0]
+    row = db.execute("SELECT customer_id, subject, created_at FROM tickets WHERE id=?", (top,)).fetchone()
+    cols = "id, customer_id, channel, subject, status, priority, tags, sla_due_at, created_at, updated_at"
+    vals = "?, ?, 'email', ?, 'new', 'low', '', ?, ?, ?"
+    db.execute(f"INSERT INTO tickets ({cols}) VALUES ({vals})", (top + 2, row[0], row[1], *[row[2]] * 3))
+    db.execute(f"INSERT INTO tickets ({cols}) VALUES ({vals})", (top + 1, row[0], row[1], *[row[2]] * 3))
+    db.execute("UPDATE tickets SET merged_into=? WHERE id=?", (top + 2, top + 1))
+    s.call("get_customer", {"customer_id": 1})  # releases the raw connection
+    # Replayed in rowid order, top+1 refers to top+2 before it exists: the checks are deferred from there.
+    before = (s.state_hash(), s.changes())
+    seen = _statements_bringing_back(s, world)
+    assert any("defer_foreign_keys=ON" in q for q in seen)
+    assert (s.state_hash(), s.changes()) == before
+    merged = s.db.execute("SELECT merged_into FROM tickets WHERE id=?", (top + 1,)).fetchone()[0]
+    assert merged == top + 2
+    with pytest.raises(Exception, match="FOREIGN KEY"):  # the checks are back on for what follows
+        s.db.execute("UPDATE tickets SET merged_into=? WHERE id=?", (top + 99, top + 1))
+    s.close()
 
 
 def test_dropped_sessions_give_their_clones_back() -> None:

@@ -167,30 +167,44 @@ def replay(conn: sqlite3.Connection, image: Image, rows: dict[RowKey, Row | None
     written back to its pristine values, an update of just the changed
     columns (so only the indexes on those columns are touched), an insert
     under the same rowid for a new row (so no delete action of the schema
-    fires), a delete for a removed one. Foreign keys are checked once the
-    whole set is in, since rows come in key order, not in the order their
-    references need.
+    fires), a delete for a removed one. New rows go in parents first, then
+    the updates, then the deletes children first (:attr:`Image.table_rank`),
+    so every foreign key holds as each statement runs. Only where it cannot
+    (a new row referring to a newer one of its own table) are the checks
+    deferred to the end of the set, from that statement on: switching the
+    deferral expires every statement the connection has compiled, so it is
+    kept off the usual path.
     """
-    deferred = False
+    inserts: list[tuple[int, str, tuple[Any, ...]]] = []
+    updates: list[tuple[str, tuple[Any, ...]]] = []
+    deletes: list[tuple[int, str, tuple[Any, ...]]] = []
+    rank = image.table_rank
     for key, values in rows.items():
         before = image.pristine_row(key)
         if values is None:
-            if before is None:
-                continue
-            sql, params = f"DELETE FROM {key[0]} WHERE rowid=?", (key[1],)
+            if before is not None:
+                deletes.append((-rank[key[0]], f"DELETE FROM {key[0]} WHERE rowid=?", (key[1],)))
         elif before is None:
-            sql, params = image.replay_sql(key[0])[1], (key[1], *values)
+            inserts.append((rank[key[0]], image.replay_sql(key[0])[1], (key[1], *values)))
         else:
             changed = tuple(
                 i for i, (a, b) in enumerate(zip(values, before, strict=True)) if a != b or type(a) is not type(b)
             )
-            if not changed:
-                continue
-            sql, params = image.update_sql(key[0], changed), (*(values[i] for i in changed), key[1])
-        if not deferred:
+            if changed:
+                updates.append((image.update_sql(key[0], changed), (*(values[i] for i in changed), key[1])))
+    # Stable sorts: rows of one table keep their key (rowid) order.
+    inserts.sort(key=lambda w: w[0])
+    deletes.sort(key=lambda w: w[0])
+    deferred = False
+    for sql, params in [*((s, p) for _, s, p in inserts), *updates, *((s, p) for _, s, p in deletes)]:
+        try:
+            conn.execute(sql, params)
+        except sqlite3.IntegrityError:
+            if deferred:
+                raise
             conn.execute("PRAGMA defer_foreign_keys=ON")
             deferred = True
-        conn.execute(sql, params)
+            conn.execute(sql, params)
     if deferred:
         conn.execute("PRAGMA defer_foreign_keys=OFF")
 

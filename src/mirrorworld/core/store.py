@@ -53,6 +53,7 @@ raises the budget.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -369,6 +370,36 @@ class Image:
     def _scan(self, sql: str, params: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
         with self._pristine_lock:
             return tuple(tuple(r) for r in self._pristine.execute(sql, params))
+
+    @functools.cached_property
+    def table_rank(self) -> dict[str, int]:
+        """Each table's place in an order where a table comes after every table its foreign keys refer to.
+
+        A reference back to a table earlier in a cycle (or to the table itself)
+        is left out; :func:`~mirrorworld.core.state.replay` defers the checks
+        where one is met.
+        """
+        with self._pristine_lock:
+            refers = {
+                t: {str(r[2]) for r in self._pristine.execute(f"PRAGMA foreign_key_list({t})")} - {t}
+                for t in self.tables
+            }
+        rank: dict[str, int] = {}
+        visiting: set[str] = set()
+
+        def place(t: str) -> None:
+            if t in rank or t in visiting:
+                return
+            visiting.add(t)
+            for parent in sorted(refers[t]):
+                if parent in refers:
+                    place(parent)
+            visiting.discard(t)
+            rank[t] = len(rank)
+
+        for t in self.tables:
+            place(t)
+        return rank
 
     def select_sql(self, table: str) -> str:
         return self._select[table]
