@@ -38,11 +38,12 @@ __all__ = [
     "tool_call",
 ]
 
-AGENTS = ("noop", "refuse", "claim", "random", "oracle", "oracle_retry", "partial", "replay", "openai")
+AGENTS = ("noop", "refuse", "claim", "random", "oracle", "oracle_retry", "partial", "replay", "openai", "trained")
 
 
 def make_agent(name: str, **options: Any) -> Agent:
-    """An agent by name (``random`` and ``partial`` take ``seed``). ``replay`` needs ``replay=RUN``;
+    """An agent by name (``random`` and ``partial`` take ``seed``). ``replay`` needs ``replay=RUN``,
+    ``trained`` needs ``policy=PATH`` (:class:`~mirrorworld.agents.trained.TrainedAgent`);
     ``openai`` needs ``model`` and takes ``base_url``,
     ``api_key_env``, ``temperature``, ``top_p``, ``max_tokens``, ``timeout`` and ``retries``
     (:class:`~mirrorworld.agents.openai.OpenAIAgent`)."""
@@ -64,6 +65,12 @@ def make_agent(name: str, **options: Any) -> Agent:
         if not options.get("replay"):
             raise RegistryError("the replay agent needs a run file (--replay RUN)")
         return ReplayAgent.from_run(options["replay"])
+    if name == "trained":
+        from mirrorworld.agents.trained import TrainedAgent
+
+        if not options.get("policy"):
+            raise RegistryError("the trained agent needs --policy PATH (the policy.pt of mirrorworld train)")
+        return TrainedAgent.load(options["policy"])
     if name == "openai":
         from mirrorworld.agents.openai import DEFAULT_KEY_ENV, Sampling
 

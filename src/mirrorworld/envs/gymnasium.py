@@ -62,7 +62,17 @@ from mirrorworld.episodes import Episode, EpisodeOptions, Faults, check_split, s
 from mirrorworld.errors import MirrorworldError
 from mirrorworld.verify.judge import TextJudge
 
-__all__ = ["CHARSET", "MAX_TEXT", "MirrorEnv", "ObservationText", "SharedTexts", "decode_action", "env_spaces"]
+__all__ = [
+    "CHARSET",
+    "MAX_TEXT",
+    "MirrorEnv",
+    "ObservationText",
+    "SharedTexts",
+    "decode_action",
+    "env_spaces",
+    "observed_instruction",
+    "observed_result",
+]
 
 CHARSET = frozenset(string.printable)
 """Every observation string is printable ASCII (JSON escapes the rest)."""
@@ -87,6 +97,16 @@ def _ascii(text: str) -> str:
     if text.isascii() and text.isprintable():  # the common case, without the regex
         return text
     return _NOT_PRINTABLE.sub("?", text)
+
+
+def observed_instruction(text: str) -> str:
+    """A task's instruction as the ``instruction`` observation shows it."""
+    return _ascii(text)
+
+
+def observed_result(text: str) -> str:
+    """A tool result's JSON text as the ``last_result`` observation shows it."""
+    return _clip(text)
 
 
 class ObservationText(spaces.Text):
@@ -282,7 +302,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         if self._episode is not None:
             self._episode.close()
         self._episode = Episode(self.world, task, self.options)
-        self._instruction = _ascii(task.instruction)
+        self._instruction = observed_instruction(task.instruction)
         if self._log is not None:
             self._log = []
         obs = self._observe("")
@@ -294,7 +314,7 @@ class MirrorEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             raise MirrorworldError("call reset() before step()")
         name, args = decode_action(action, self.tool_names)
         outcome = ep.step(name, args)
-        obs = self._observe(_clip(outcome.content()))
+        obs = self._observe(observed_result(outcome.content()))
         if self._log is not None:
             self._log.append((name, args, obs["last_result"]))
         return obs, outcome.reward, outcome.terminated, outcome.truncated, outcome.info()

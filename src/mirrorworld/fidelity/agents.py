@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import html
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mirrorworld.core.task import Split
@@ -64,16 +64,21 @@ def measure_gap(
     families: Sequence[str] | None = None,
     max_steps: int = 30,
     seed: int = 0,
+    agent_options: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Play each agent (by name, ``seed`` for the seeded ones) over ``episodes`` tasks on both backends.
+
+    ``agent_options`` go to :func:`~mirrorworld.agents.make_agent` for every
+    agent (``policy`` for ``trained``, ``model`` and the rest for ``openai``).
 
     Returns the report as JSON-serialisable data: the run's identity, one
     :func:`agent_gap` per agent and the bars missed (:func:`failed_bars`).
     """
     from mirrorworld.agents import make_agent
 
-    made = {name: make_agent(name, seed=seed) for name in agents}  # unknown names refused before anything runs
+    extra = {k: v for k, v in (agent_options or {}).items() if k != "seed"}
+    made = {name: make_agent(name, seed=seed, **extra) for name in agents}  # unknown names refused before anything runs
     planned = plan_episodes(world, episodes=episodes, split=split, families=families)
     total, done = 2 * len(planned) * len(agents), 0
 
@@ -87,8 +92,8 @@ def measure_gap(
     results = []
     for name, agent in made.items():
         mirror = play_episodes(world, agent, planned, **options)
-        real = play_episodes(world, make_agent(name, seed=seed), planned, make_env=twin.env, **options)
-        results.append(agent_gap(agent.name, mirror, real))
+        real = play_episodes(world, make_agent(name, seed=seed, **extra), planned, make_env=twin.env, **options)
+        results.append(agent_gap(agent.name, mirror, real, described=agent.describe()))
     data: dict[str, Any] = {
         "world": world.id,
         "world_hash": world.content_hash,
@@ -105,8 +110,17 @@ def measure_gap(
     return data
 
 
-def agent_gap(agent: str, mirror: Sequence[EpisodeRecord], twin: Sequence[EpisodeRecord]) -> dict[str, Any]:
-    """One agent's figures from its episodes on both backends (paired by their place in the plan)."""
+def agent_gap(
+    agent: str,
+    mirror: Sequence[EpisodeRecord],
+    twin: Sequence[EpisodeRecord],
+    *,
+    described: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One agent's figures from its episodes on both backends (paired by their place in the plan).
+
+    ``described``: the agent as a run file records it (a trained policy's file and digest, a model).
+    """
     by_index = {r.index: r for r in twin}
     pairs: list[tuple[EpisodeRecord, EpisodeRecord]] = []
     errored: list[dict[str, Any]] = []
@@ -137,6 +151,7 @@ def agent_gap(agent: str, mirror: Sequence[EpisodeRecord], twin: Sequence[Episod
     overall = next((f for f in families if f["family"] == "all"), None)
     return {
         "agent": agent,
+        "described": dict(described) if described is not None else {"name": agent},
         "episodes": len(mirror),
         "paired": len(pairs),
         "gap": overall["gap"] if overall is not None else None,
@@ -236,6 +251,9 @@ def gap_lines(data: dict[str, Any]) -> list[str]:
             f"{a['agent']}: {a['paired']} of {a['episodes']} episodes graded on both backends"
             + (f" ({excluded} errored, left out)" if excluded else "")
         )
+        policy = a.get("described", {}).get("policy")
+        if policy is not None:
+            lines.append(f"  policy {policy} (sha256 {str(a['described'].get('sha256', ''))[:12]})")
         lines.append(head)
         for f in a["families"]:
             boot = _interval(f["bootstrap95"]) + ("" if f["paired"] in (None, True) else "u")

@@ -49,6 +49,12 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
         help="measure the agent-level gap instead: these agents (e.g. oracle,random,partial) play the same tasks "
         "on the mirror and on the twin; pass rates, gap and every differing verdict",
     )
+    f.add_argument(
+        "--policy",
+        default=None,
+        metavar="PATH",
+        help="with --agents trained: the policy.pt (or its folder) of mirrorworld train on this world",
+    )
     f.add_argument("--episodes", type=int, default=50, help="with --agents: tasks per agent (cycling families)")
     f.add_argument("--calls", type=int, default=1200, help="random calls to replay (half valid, half with bad input)")
     f.add_argument("--seeds", type=int, default=2, help="task seeds per family for gold and audit traces")
@@ -108,10 +114,16 @@ def cmd_agents(args: argparse.Namespace) -> int:
         raise MirrorworldError("--episodes must be at least 1")
     if args.against or args.save_baseline or args.trajectories:
         raise MirrorworldError("--against, --save-baseline and --trajectories are for the call-level run, not --agents")
-    for name in names:
-        make_agent(name)  # an unknown agent, or one that needs options, is refused before the twin is built
+    agent_options = {"policy": args.policy} if args.policy else {}
+    if args.policy and "trained" not in names:
+        raise MirrorworldError("--policy is the trained agent's option: name it in --agents (--agents oracle,trained)")
+    made = [make_agent(name, **agent_options) for name in names]  # unknown, or lacking options: refused here
     html_out = check_output_path(args.html) if args.html else None
     world = world_named(args.world, registry_of(args))
+    for agent in made:
+        trained_on = agent.describe().get("world")
+        if trained_on is not None and trained_on != world.name:
+            raise MirrorworldError(f"--policy was trained on {trained_on}, not on {world.name}")
     refusal = twin_refusal(world)
     if refusal is not None:
         raise MirrorworldError(refusal)
@@ -124,7 +136,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
             f"{len(names)} agents on mirror and twin", total, enabled=wants_progress(json_output=args.json)
         ) as update,
     ):
-        data = measure_gap(world, twin, names, episodes=args.episodes, progress=update)
+        data = measure_gap(world, twin, names, episodes=args.episodes, agent_options=agent_options, progress=update)
     data["twin_options"] = options
     if html_out is not None:
         write_atomic(html_out, agents_page(data))
