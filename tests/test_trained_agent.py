@@ -96,7 +96,30 @@ def test_bad_policy_files_are_one_clear_error(tmp_path: Path, files: dict[str, b
 
 
 def test_fidelity_refuses_policy_options_it_cannot_use(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main(["fidelity", "--agents", "oracle", "--policy", str(tmp_path)]) != 0
-    assert "--policy is the trained agent's option" in capsys.readouterr().err
+    assert main(["fidelity", "--agents", "oracle", "--checkpoint", str(tmp_path)]) != 0
+    assert "--checkpoint is the trained agent's option" in capsys.readouterr().err
     assert main(["fidelity", "--agents", "trained"]) != 0
-    assert "needs --policy" in capsys.readouterr().err
+    assert "needs --checkpoint" in capsys.readouterr().err
+    assert main(["fidelity", "--agents", "random", "--model", "m"]) != 0
+    assert "--model is the openai agent's option" in capsys.readouterr().err
+    assert main(["fidelity", "--checkpoint", str(tmp_path)]) != 0
+    assert "--checkpoint is an agent's option" in capsys.readouterr().err
+
+
+def test_run_plays_the_trained_agent_and_refuses_options_it_cannot_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mirrorworld.run.trajectories import RunFile
+
+    folder, _ = _policy_dir(tmp_path, HelpdeskWorld(), 4)
+    out = tmp_path / "run.sqlite"
+    argv = ["run", "--world", "helpdesk", "--agent", "trained", "--checkpoint", str(folder), "--episodes", "3"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    with RunFile.open(str(out)) as run:
+        assert run.meta["options"]["checkpoint"] == str(folder)
+        assert len(list(run.episodes())) == 3
+    capsys.readouterr()
+    assert main(["run", "--agent", "random", "--checkpoint", str(folder), "--episodes", "1", "--no-progress"]) != 0
+    assert "--checkpoint is an option of the trained agent" in capsys.readouterr().err
+    assert main(["run", "--agent", "oracle", "--twin-option", "tax_rounding=line", "--episodes", "1"]) != 0
+    assert "--twin-option changes the twin" in capsys.readouterr().err

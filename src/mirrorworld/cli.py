@@ -164,6 +164,18 @@ def _parser(registry: Registry | None = None) -> tuple[argparse.ArgumentParser, 
     r.add_argument("--seed", type=int, default=0, help="seed of the random agent")
     r.add_argument("--replay", default=None, help="run file for the replay agent")
     r.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="PATH",
+        help="the trained agent's policy.pt (or its folder), as mirrorworld train wrote it",
+    )
+    r.add_argument(
+        "--twin-option",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="with --backend twin: play on a changed twin (tax_rounding=line)",
+    )
+    r.add_argument(
         "--concurrency", type=int, default=1, metavar="N", help="episodes played at once (threads: for model endpoints)"
     )
     r.add_argument("--max-errors", type=int, default=None, metavar="N", help="stop once more than N episodes errored")

@@ -69,7 +69,7 @@ def make_agent(name: str, **options: Any) -> Agent:
         from mirrorworld.agents.trained import TrainedAgent
 
         if not options.get("policy"):
-            raise RegistryError("the trained agent needs --policy PATH (the policy.pt of mirrorworld train)")
+            raise RegistryError("the trained agent needs --checkpoint PATH (the policy.pt of mirrorworld train)")
         return TrainedAgent.load(options["policy"])
     if name == "openai":
         from mirrorworld.agents.openai import DEFAULT_KEY_ENV, Sampling

@@ -9,7 +9,7 @@ menu exactly as :class:`~mirrorworld.envs.gymnasium.MirrorEnv` hands it to a
 trained policy (``observed_instruction`` and ``observed_result`` there), so the
 features are those it was trained on, on whatever backend answers the calls:
 the agent reads messages only, never a database, so it plays on the mirror and
-on the real system alike (``mirrorworld fidelity --agents trained``).
+on the real system alike (``mirrorworld fidelity --agents trained --checkpoint PATH``).
 
 It acts greedily (the most likely call of the menu); a menu that holds no call
 leaves it nothing to do, and it ends its turn with a short message.

@@ -50,10 +50,17 @@ def register(sub: Any, registry: Registry | None = None) -> dict[str, Any]:
         "on the mirror and on the twin; pass rates, gap and every differing verdict",
     )
     f.add_argument(
-        "--policy",
+        "--checkpoint",
         default=None,
         metavar="PATH",
         help="with --agents trained: the policy.pt (or its folder) of mirrorworld train on this world",
+    )
+    f.add_argument("--model", default=None, help="with --agents openai: the model to ask")
+    f.add_argument(
+        "--base-url", default=None, help="with --agents openai: an OpenAI-compatible endpoint (else OPENAI_BASE_URL)"
+    )
+    f.add_argument(
+        "--api-key-env", default=None, metavar="VAR", help="with --agents openai: the variable holding the key"
     )
     f.add_argument("--episodes", type=int, default=50, help="with --agents: tasks per agent (cycling families)")
     f.add_argument("--calls", type=int, default=1200, help="random calls to replay (half valid, half with bad input)")
@@ -114,16 +121,28 @@ def cmd_agents(args: argparse.Namespace) -> int:
         raise MirrorworldError("--episodes must be at least 1")
     if args.against or args.save_baseline or args.trajectories:
         raise MirrorworldError("--against, --save-baseline and --trajectories are for the call-level run, not --agents")
-    agent_options = {"policy": args.policy} if args.policy else {}
-    if args.policy and "trained" not in names:
-        raise MirrorworldError("--policy is the trained agent's option: name it in --agents (--agents oracle,trained)")
+    agent_options: dict[str, Any] = {}
+    for flag, key, owner in (
+        ("--checkpoint", "checkpoint", "trained"),
+        ("--model", "model", "openai"),
+        ("--base-url", "base_url", "openai"),
+        ("--api-key-env", "api_key_env", "openai"),
+    ):
+        value = getattr(args, key)
+        if value is None:
+            continue
+        if owner not in names:
+            raise MirrorworldError(
+                f"{flag} is the {owner} agent's option: name it in --agents (--agents oracle,{owner})"
+            )
+        agent_options["policy" if key == "checkpoint" else key] = value
     made = [make_agent(name, **agent_options) for name in names]  # unknown, or lacking options: refused here
     html_out = check_output_path(args.html) if args.html else None
     world = world_named(args.world, registry_of(args))
     for agent in made:
         trained_on = agent.describe().get("world")
         if trained_on is not None and trained_on != world.name:
-            raise MirrorworldError(f"--policy was trained on {trained_on}, not on {world.name}")
+            raise MirrorworldError(f"--checkpoint was trained on {trained_on}, not on {world.name}")
     refusal = twin_refusal(world)
     if refusal is not None:
         raise MirrorworldError(refusal)
@@ -163,6 +182,14 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     from mirrorworld.twin.backend import TwinBackend
     from mirrorworld.twin.db import ensure, parse_options
 
+    for flag, key in (
+        ("--checkpoint", "checkpoint"),
+        ("--model", "model"),
+        ("--base-url", "base_url"),
+        ("--api-key-env", "api_key_env"),
+    ):
+        if getattr(args, key, None) is not None:
+            raise MirrorworldError(f"{flag} is an agent's option: it goes with --agents")
     if args.calls < 0 or args.seeds < 1:
         raise MirrorworldError("--calls must be at least 0 and --seeds at least 1")
     # Where the results go is checked before the twin is built and the calls replayed, not after.

@@ -7,6 +7,8 @@ the gold solution replayed on the twin (:mod:`mirrorworld.fidelity.episode`).
 The run file records the backend in its meta (``backend``: its name and, for
 the twin, the real system's package versions and modules), and ``backend``
 is one of the run's options, so ``--resume`` continues a twin run on the twin.
+``--twin-option tax_rounding=line`` plays on a changed twin (another
+deployment's configuration); the meta records the options too.
 
 What cannot run on the twin is refused before anything is played, in one
 line: a world without a twin, Tryton not installed, a world graded by a
@@ -52,9 +54,11 @@ def twin_refusal(world: World) -> str | None:
 class Backend:
     """The backend of one run: how its episodes are played and what its run file says of it."""
 
-    def __init__(self, name: str, twin: Twin | None = None) -> None:
+    def __init__(self, name: str, twin: Twin | None = None, *, options: dict[str, str] | None = None) -> None:
         self.name = name
         self.twin = twin
+        self.options = dict(options or {})
+        """How the twin was changed (``--twin-option``; empty: the twin the mirror mirrors)."""
 
     @property
     def make_env(self) -> Callable[..., ChatEnv]:
@@ -76,6 +80,7 @@ class Backend:
             "system": "Tryton",
             "versions": self.twin.versions(),
             "modules": list(tryton.MODULES),
+            "options": self.options,
         }
 
     def close(self) -> None:
@@ -88,7 +93,10 @@ def open_backend(args: argparse.Namespace, world: World) -> Backend:
     name = getattr(args, "backend", None) or "mirror"
     if name not in BACKENDS:
         raise MirrorworldError(f"no backend {name!r} (known: {', '.join(BACKENDS)})")
+    pairs = [p.strip() for p in str(getattr(args, "twin_option", None) or "").split(",") if p.strip()]
     if name == "mirror":
+        if pairs:
+            raise MirrorworldError("--twin-option changes the twin: it goes with --backend twin")
         return Backend(name)
     if getattr(args, "multi_agent", False) or getattr(args, "ray", None) is not None:
         raise MirrorworldError("--backend twin plays single-agent runs in this process (no --multi-agent, --ray)")
@@ -98,5 +106,9 @@ def open_backend(args: argparse.Namespace, world: World) -> Backend:
     if refusal is not None:
         raise MirrorworldError(refusal)
     from mirrorworld.fidelity.episode import Twin
+    from mirrorworld.twin.db import ensure, parse_options
 
-    return Backend(name, Twin(world, log=lambda m: print(m, file=sys.stderr)))
+    options = parse_options(pairs)
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731 - one line, used twice
+    database = ensure(world, options=options, log=log) if options else None
+    return Backend(name, Twin(world, database=database, log=log), options=options)

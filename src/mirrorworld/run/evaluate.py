@@ -73,8 +73,10 @@ RUN_OPTIONS = (
     "faults",
     "scale",
     "backend",
+    "twin_option",
     "seed",
     "replay",
+    "checkpoint",
     "base_url",
     "model",
     "temperature",
@@ -197,6 +199,7 @@ def agent_factory(args: argparse.Namespace) -> Callable[[], Agent]:
     options = {
         "seed": args.seed,
         "replay": args.replay,
+        "policy": getattr(args, "checkpoint", None),
         "base_url": args.base_url,
         "model": args.model,
         "api_key_env": args.api_key_env,
@@ -206,6 +209,8 @@ def agent_factory(args: argparse.Namespace) -> Callable[[], Agent]:
         "timeout": args.timeout,
         "retries": args.retries,
     }
+    if args.agent != "trained" and getattr(args, "checkpoint", None) is not None:
+        raise MirrorworldError(f"--checkpoint is an option of the trained agent, not of {args.agent}")
     if args.agent != "openai":
         for flag, value, default in (
             ("--model", args.model, None),
