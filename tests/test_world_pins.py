@@ -209,6 +209,7 @@ PINS = {
             "reopen_sale",
             "credit_invoice",
             "list_overdue_invoices",
+            "quote_price",
         ),
         (
             "add_contact",
@@ -232,6 +233,8 @@ PINS = {
             "pay_overdue",
             "credit_hold",
             "pay_then_confirm",
+            "price_list_quotation",
+            "price_question",
         ),
     ),
 }

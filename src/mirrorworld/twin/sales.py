@@ -160,6 +160,8 @@ def get_party(pool: Any, party_id: int) -> dict[str, Any]:
             "payment_term_id": party.customer_payment_term.id if party.customer_payment_term else None,
             "payment_term": party.customer_payment_term.name if party.customer_payment_term else None,
             "credit_limit": money(party.credit_limit_amount) if party.credit_limit_amount is not None else None,
+            "price_list_id": party.sale_price_list.id if party.sale_price_list else None,
+            "price_list": party.sale_price_list.name if party.sale_price_list else None,
         },
         "address": address,
         "contacts": [{"id": c.id, "type": c.type, "value": c.value} for c in contacts],
@@ -186,6 +188,35 @@ def search_products(pool: Any, query: str) -> dict[str, Any]:
     found = Product.search(["OR", ("name", "ilike", p), ("code", "ilike", p)], order=[("id", "ASC")], limit=10)
     stock = _on_hand(pool, found)
     return {"products": [_product_row(x, stock) for x in found]}
+
+
+def quote_price(pool: Any, party_id: int, product_id: int, quantity: int) -> dict[str, Any]:
+    """The unit price Tryton gives a new line of the customer's: the product's sale price for the quantity in the
+    context a sale line prices in (the customer, the sale unit and the customer's sale price list)."""
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    party = _get(pool, "party.party", "party", party_id)
+    product = _get(pool, "product.product", "product", product_id)
+    check_quantity(quantity)
+    Product = pool.get("product.product")
+    price_list = party.sale_price_list
+    context: dict[str, Any] = {"customer": party.id, "uom": product.sale_uom.id}
+    if price_list:
+        context["price_list"] = price_list.id
+    with Transaction().set_user(ADMIN), Transaction().set_context(**context):
+        price = Product.get_sale_price([product], quantity)[product.id]
+    list_price = Decimal(product.list_price_used)
+    rate = (1 - Decimal(price) / list_price).quantize(Decimal("0.0001")) if list_price else Decimal(0)
+    return {
+        "party_id": party.id,
+        "product_id": product.id,
+        "quantity": quantity,
+        "price_list_id": price_list.id if price_list else None,
+        "price_list": price_list.name if price_list else None,
+        "list_price": price_text(list_price),
+        "unit_price": price_text(Decimal(price)),
+        "discount": money(rate * 100),
+    }
 
 
 def get_product(pool: Any, product_id: int) -> dict[str, Any]:
@@ -282,6 +313,7 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
             "shipment_state": sale.shipment_state,
             "opportunity_id": _opportunity_of(sale),
             "payment_term_id": sale.payment_term.id if sale.payment_term else None,
+            "price_list_id": sale.price_list.id if sale.price_list else None,
             "untaxed_amount": untaxed,
             "tax_amount": tax,
             "total_amount": total,
@@ -559,11 +591,16 @@ def request_discount_approval(pool: Any, sale_id: int, discount: Decimal, reason
     return {"approval_id": note.id, "sale_id": sale.id, "discount": money(discount)}
 
 
-def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
+def add_line(
+    pool: Any, sale_id: int, product_id: int, quantity: int, discount: Decimal | None = None
+) -> dict[str, Any]:
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
     sale = _get(pool, "sale.sale", "sale", sale_id)
     product = _get(pool, "product.product", "product", product_id)
     check_quantity(quantity)
-    check_line_discount(discount, lambda: max((d for _i, d, _r in _approvals(pool, sale)), default=None))
+    if discount is not None:
+        check_line_discount(discount, lambda: max((d for _i, d, _r in _approvals(pool, sale)), default=None))
     Line = pool.get("sale.line")
     line = Line()
     line.sale = sale
@@ -571,9 +608,11 @@ def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: 
     line.product = product
     line.quantity = float(quantity)
     line.unit = product.sale_uom
-    line.on_change_product()  # the base price is the list price (sale_discount)
-    line.discount_rate = discount / 100
-    line.on_change_discount_rate()  # Tryton derives the unit price from it
+    with Transaction().set_user(ADMIN):  # the sale's price list prices the line (sale_price_list)
+        line.on_change_product()  # the base price is the list price (sale_discount)
+    if discount is not None:
+        line.discount_rate = discount / 100
+        line.on_change_discount_rate()  # Tryton derives the unit price from it, off the base price
     line.save()  # Tryton refuses a line on a sale that is no longer a draft
     price = Decimal(line.unit_price)
     untaxed, tax, total = _amounts(_reload(pool, "sale.sale", sale.id))
@@ -803,7 +842,8 @@ def canonical_state(pool: Any) -> dict[str, Any]:
     Mechanism = pool.get("party.contact_mechanism")
     for party in Party.search([], order=[("id", "ASC")]):
         contacts = sorted([c.type, c.value] for c in Mechanism.search([("party", "=", party.id)]))
-        out[f"party:{party.id}"] = {"name": party.name, "contacts": contacts}
+        price_list = party.sale_price_list.id if party.sale_price_list else None
+        out[f"party:{party.id}"] = {"name": party.name, "contacts": contacts, "price_list": price_list}
     Opportunity = pool.get("sale.opportunity")
     for o in Opportunity.search([], order=[("id", "ASC")]):
         out[f"opportunity:{o.id}"] = {
@@ -827,6 +867,7 @@ def canonical_state(pool: Any) -> dict[str, Any]:
             "invoice_state": s.invoice_state,
             "shipment_state": s.shipment_state,
             "opportunity": _opportunity_of(s),
+            "price_list": s.price_list.id if s.price_list else None,
             "lines": lines,
             "approvals": sorted(_dec(d) for _i, d, _r in _approvals(pool, s)),
             "shipments": [[sh.state, [list(m) for m in _moves(sh)]] for sh in sorted(s.shipments, key=lambda x: x.id)],
@@ -918,6 +959,7 @@ TOOLS: dict[str, Any] = {
         pay_invoice,
         credit_invoice,
         list_overdue_invoices,
+        quote_price,
     )
 }
 """Tool name -> implementation (``get_policy`` and ``respond`` are handled by the session)."""

@@ -11,13 +11,33 @@ CREATE TABLE payment_terms (
     days  INTEGER NOT NULL CHECK (days >= 0)
 );
 
+-- Sale price lists (the real system's product price lists): a line's unit price is the first matching line's
+-- formula (``unit_price`` is the product's list price) rounded half-to-even to 4 decimals. A line matches a
+-- product (NULL: any) from a quantity (NULL: any); lines are tried by sequence.
+CREATE TABLE price_lists (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL
+);
+
+CREATE TABLE price_list_lines (
+    id            INTEGER PRIMARY KEY,
+    price_list_id INTEGER NOT NULL REFERENCES price_lists(id),
+    sequence      INTEGER NOT NULL,
+    product_id    INTEGER REFERENCES products(id),
+    quantity      INTEGER,                 -- applies from this quantity up (NULL: any)
+    formula       TEXT NOT NULL,           -- as the real system evaluates it
+    factor        TEXT NOT NULL            -- the formula's factor of the list price
+);
+CREATE INDEX price_list_lines_list ON price_list_lines(price_list_id, sequence, id);
+
 CREATE TABLE parties (
     id      INTEGER PRIMARY KEY,
     code    TEXT NOT NULL UNIQUE,
     name    TEXT NOT NULL,
     role    TEXT NOT NULL CHECK (role IN ('company', 'employee', 'customer')),
     payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's payment term (none: due at once)
-    credit_limit    TEXT  -- the most the customer may owe, orders not yet invoiced included (NULL: no limit)
+    credit_limit    TEXT,  -- the most the customer may owe, orders not yet invoiced included (NULL: no limit)
+    price_list_id   INTEGER REFERENCES price_lists(id)  -- the customer's sale price list (NULL: list prices)
 );
 
 CREATE TABLE addresses (
@@ -66,7 +86,8 @@ CREATE TABLE sales (
     shipment_state  TEXT NOT NULL,
     opportunity_id  INTEGER REFERENCES opportunities(id),  -- the opportunity converted into this sale
     amounts_cache   TEXT,  -- "untaxed tax total" frozen when the sale was cancelled (cleared when reset to draft)
-    payment_term_id INTEGER REFERENCES payment_terms(id)  -- the customer's term when the sale was created
+    payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's term when the sale was created
+    price_list_id   INTEGER REFERENCES price_lists(id)     -- the customer's price list when the sale was created
 );
 CREATE INDEX sales_party ON sales(party_id);
 CREATE INDEX sales_opportunity ON sales(opportunity_id);

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import date, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Annotated, Any, Literal, Protocol
 
 from mirrorworld.core.session import ToolContext
@@ -25,6 +25,7 @@ from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.sales.contacts import normalise_contact
 from mirrorworld.worlds.sales.rules import (
+    PRICE_UNIT,
     amounts,
     check_approval_request,
     check_lead_amount,
@@ -207,8 +208,8 @@ def ops_convert_opportunity(db: Db, opportunity_id: int) -> dict[str, Any]:
         raise _refused_click("convert", str(opp["number"]), "Sale Opportunity", "opportunity_workflow")
     cur = db.execute(
         "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, opportunity_id, "
-        "payment_term_id) VALUES (NULL, ?, ?, 'draft', 'none', 'none', ?, "
-        "(SELECT payment_term_id FROM parties WHERE id=?))",
+        "payment_term_id, price_list_id) SELECT NULL, ?, ?, 'draft', 'none', 'none', ?, payment_term_id, "
+        "price_list_id FROM parties WHERE id=?",
         (opp["party_id"], opp["description"], opportunity_id, opp["party_id"]),
     )
     db.execute("UPDATE opportunities SET state='converted' WHERE id=?", (opportunity_id,))
@@ -251,9 +252,10 @@ def _process_opportunity(db: Db, sale_id: int) -> None:
 def ops_create_quotation(db: Db, party_id: int, description: str) -> dict[str, Any]:
     _get(db, "parties", "party", party_id)
     description = clean_text(description, "description", 200)
-    cur = db.execute(  # the sale takes the customer's payment term, as Tryton's on_change_party does
-        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, payment_term_id) "
-        "VALUES (NULL, ?, ?, 'draft', 'none', 'none', (SELECT payment_term_id FROM parties WHERE id=?))",
+    cur = db.execute(  # the sale takes the customer's payment term and price list, as Tryton's on_change_party does
+        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, payment_term_id, "
+        "price_list_id) SELECT NULL, ?, ?, 'draft', 'none', 'none', payment_term_id, price_list_id FROM parties "
+        "WHERE id=?",
         (party_id, description, party_id),
     )
     return {"sale_id": int(cur.lastrowid or 0), "state": "draft"}
@@ -285,11 +287,34 @@ def _best_approval(db: Db, sale_id: int) -> Decimal | None:
     return max((Decimal(r[0]) for r in rows), default=None)
 
 
-def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
+def price_list_price(db: Db, price_list_id: int | None, product: dict[str, Any], quantity: int) -> Decimal:
+    """A product's unit price for ``quantity`` on a price list, as the real system's price list computes it: the
+    first line by sequence whose product (if any) is this one and whose quantity (if any) is at most ``quantity``
+    gives the list price times its factor, rounded half-to-even to 4 decimals; no price list: the list price."""
+    list_price = Decimal(product["list_price"])
+    if price_list_id is None:
+        return list_price
+    row = db.one(
+        "SELECT factor FROM price_list_lines WHERE price_list_id=? AND (product_id IS NULL OR product_id=?) "
+        "AND (quantity IS NULL OR quantity<=?) ORDER BY sequence, id LIMIT 1",
+        (price_list_id, product["id"], quantity),
+    )
+    if row is None:  # pragma: no cover - every price list of the world ends with a line matching anything
+        raise RuntimeError(f"price list {price_list_id} has no line for product {product['id']}")
+    return (list_price * Decimal(row["factor"])).quantize(PRICE_UNIT, rounding=ROUND_HALF_EVEN)
+
+
+def ops_add_line(
+    db: Db, sale_id: int, product_id: int, quantity: int, discount: Decimal | None = None
+) -> dict[str, Any]:
+    """Add a line priced as the real system prices it: its sale's price list price for the product and quantity
+    (the list price without a price list); a ``discount`` given replaces that price with the list price less the
+    discount (sale_discount's rate is always taken off the base price, the list price)."""
     sale = _get(db, "sales", "sale", sale_id)
     product = _get(db, "products", "product", product_id)
     check_quantity(quantity)
-    check_line_discount(discount, lambda: _best_approval(db, sale_id))
+    if discount is not None:
+        check_line_discount(discount, lambda: _best_approval(db, sale_id))
     if sale["state"] != "draft":  # the real system refuses the new line when it saves it
         raise ToolError(
             "invalid_state",
@@ -297,7 +322,10 @@ def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount:
             rule="sale_workflow",
         )
     list_price = Decimal(product["list_price"])
-    price = unit_price(list_price, discount)
+    if discount is None:
+        price = price_list_price(db, sale["price_list_id"], product, quantity)
+    else:
+        price = unit_price(list_price, discount)
     line_id = _draw_id(db, "sale_line")
     db.execute(
         "INSERT INTO sale_lines (id, sale_id, product_id, quantity, unit_price, discount) VALUES (?,?,?,?,?,?)",
@@ -719,9 +747,9 @@ def search_parties(ctx: ToolContext, query: str) -> dict[str, Any]:
 
 @tool("read")
 def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
-    """Open a customer: payment term, credit limit, address, contact mechanisms, leads, sales, balance (what they
-    owe; negative: credit) and credit amount (the balance plus confirmed orders not yet invoiced: what counts
-    against the credit limit).
+    """Open a customer: payment term, credit limit, sale price list, address, contact mechanisms, leads, sales,
+    balance (what they owe; negative: credit) and credit amount (the balance plus confirmed orders not yet
+    invoiced: what counts against the credit limit).
 
     Args:
         party_id: The party's id.
@@ -741,6 +769,8 @@ def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
             "payment_term_id": party["payment_term_id"],
             "payment_term": term["name"] if term else None,
             "credit_limit": party["credit_limit"],
+            "price_list_id": party["price_list_id"],
+            "price_list": _price_list_name(ctx, party["price_list_id"]),
         },
         "address": address,
         "contacts": contacts,
@@ -748,6 +778,41 @@ def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
         "sales": sales,
         "balance": money(party_balance(ctx, party_id)),
         "credit_amount": money(credit_amount(ctx, party_id)),
+    }
+
+
+def _price_list_name(db: Db, price_list_id: int | None) -> str | None:
+    row = db.one("SELECT name FROM price_lists WHERE id=?", (price_list_id,)) if price_list_id is not None else None
+    return str(row["name"]) if row is not None else None
+
+
+@tool("read")
+def quote_price(ctx: ToolContext, party_id: PartyId, product_id: ProductId, quantity: int) -> dict[str, Any]:
+    """The unit price a customer's new sale line gets for a product and quantity, from their price list.
+
+    Returns the list price, the customer's price list (null: none, they buy at
+    list prices), the unit price it gives for that quantity and the discount
+    that price is off the list price, in percent.
+
+    Args:
+        party_id: The customer's party id.
+        product_id: The product's id.
+        quantity: How many units (a whole number, at least 1).
+    """
+    party = _get(ctx, "parties", "party", party_id)
+    product = _get(ctx, "products", "product", product_id)
+    check_quantity(quantity)
+    list_price = Decimal(product["list_price"])
+    price = price_list_price(ctx, party["price_list_id"], product, quantity)
+    return {
+        "party_id": party_id,
+        "product_id": product_id,
+        "quantity": quantity,
+        "price_list_id": party["price_list_id"],
+        "price_list": _price_list_name(ctx, party["price_list_id"]),
+        "list_price": price_text(list_price),
+        "unit_price": price_text(price),
+        "discount": money(discount_read_back(list_price, price)),
     }
 
 
@@ -1013,9 +1078,14 @@ def request_discount_approval(ctx: ToolContext, sale_id: SaleId, discount: Decim
 
 @tool("write")
 def add_line(
-    ctx: ToolContext, sale_id: SaleId, product_id: ProductId, quantity: int, discount: Decimal = Decimal(0)
+    ctx: ToolContext, sale_id: SaleId, product_id: ProductId, quantity: int, discount: Decimal | None = None
 ) -> dict[str, Any]:
     """Add a product line to a draft sale; returns the unit price and the sale's new amounts.
+
+    Without a discount the unit price is the sale's price list price for the
+    product and quantity (see quote_price), or the list price when the sale
+    has no price list. A discount replaces it: the unit price is then the list
+    price less the discount, whatever the price list gives.
 
     Args:
         sale_id: The draft sale's id.
@@ -1187,4 +1257,5 @@ TOOLS: tuple[ToolSpec, ...] = (
     reopen_sale,
     credit_invoice,
     list_overdue_invoices,
+    quote_price,
 )

@@ -46,11 +46,11 @@ def _dec(value: Any) -> str:
 
 
 def _party_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
-    row = db.execute("SELECT name FROM parties WHERE id=?", (ident,)).fetchone()
+    row = db.execute("SELECT name, price_list_id FROM parties WHERE id=?", (ident,)).fetchone()
     if row is None:
         return None
     contacts = db.execute("SELECT type, value FROM contacts WHERE party_id=? ORDER BY type, value", (ident,))
-    return {"name": row[0], "contacts": [list(c) for c in contacts]}
+    return {"name": row[0], "contacts": [list(c) for c in contacts], "price_list": row[1]}
 
 
 def _opportunity_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
@@ -72,7 +72,8 @@ def _moves(db: sqlite3.Connection, shipment_id: int) -> list[list[int]]:
 
 def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
     row = db.execute(
-        "SELECT number, party_id, state, invoice_state, shipment_state, opportunity_id FROM sales WHERE id=?",
+        "SELECT number, party_id, state, invoice_state, shipment_state, opportunity_id, price_list_id FROM sales "
+        "WHERE id=?",
         (ident,),
     ).fetchone()
     if row is None:
@@ -95,6 +96,7 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
         "invoice_state": row[3],
         "shipment_state": row[4],
         "opportunity": row[5],
+        "price_list": row[6],
         "lines": [[p, q, _dec(u)] for p, q, u in lines],
         "approvals": sorted(_dec(a[0]) for a in approvals),
         "shipments": [[s[1], _moves(db, s[0])] for s in shipments],
