@@ -341,3 +341,36 @@ def test_the_price_list_families_quote_at_the_lists_prices() -> None:
         with WORLD.session(question) as s:
             got = s.call("quote_price", question.gold[0].args).data
             assert got is not None and question.facts[0].value == got["unit_price"]
+
+
+# -- returns ---------------------------------------------------------------------------
+
+
+def test_a_return_takes_the_goods_back_and_credits_the_customer() -> None:
+    with WORLD.session() as s:
+        assert _call(s, "return_sale", sale_id=1)["error"]["rule"] == "sale_return"  # type: ignore[index]
+        back = _call(s, "return_sale", sale_id=21)["data"]
+        assert (back["return_of"], back["state"], back["total_amount"]) == (21, "draft", "-1294.68")  # type: ignore[index]
+        sale = back["sale_id"]  # type: ignore[index]
+        assert all(ln["quantity"] < 0 for ln in _call(s, "get_sale", sale_id=sale)["data"]["lines"])  # type: ignore[index]
+        assert _call(s, "quote_sale", sale_id=sale)["ok"] and _call(s, "confirm_sale", sale_id=sale)["ok"]
+        got = _call(s, "get_sale", sale_id=sale)["data"]
+        (shipment,) = got["returns"]  # type: ignore[index]
+        assert (shipment["state"], got["shipments"]) == ("draft", [])  # type: ignore[index]
+        on_hand = _call(s, "get_product", product_id=9)["data"]["product"]["on_hand"]  # type: ignore[index]
+        assert _call(s, "receive_return", shipment_id=shipment["id"])["data"]["state"] == "done"  # type: ignore[index]
+        assert _call(s, "get_product", product_id=9)["data"]["product"]["on_hand"] == on_hand + 7  # type: ignore[index]
+        assert _call(s, "receive_return", shipment_id=shipment["id"])["error"]["code"] == "invalid_state"  # type: ignore[index]
+        (note,) = got["invoices"]  # type: ignore[index]
+        assert _call(s, "post_invoice", invoice_id=note["id"])["ok"]
+        inv = _call(s, "get_invoice", invoice_id=note["id"])["data"]["invoice"]  # type: ignore[index]
+        assert (inv["type"], inv["total"], inv["state"]) == ("credit_note", "-1294.68", "posted")
+        assert _call(s, "pay_invoice", invoice_id=note["id"], amount="1.00")["error"]["rule"] == "credit_note"  # type: ignore[index]
+        assert _call(s, "get_sale", sale_id=sale)["data"]["sale"]["shipment_state"] == "sent"  # type: ignore[index]
+
+
+def test_the_return_family_gold_reaches_its_checks() -> None:
+    for seed in range(5):
+        task = WORLD.task("return_order", seed)
+        with WORLD.session(task) as s:
+            assert all(s.call(c.tool, c.args).ok for c in task.gold), task.id

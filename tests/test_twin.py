@@ -525,3 +525,50 @@ def test_tryton_prices_the_line(twin: Any) -> None:
         assert t.decided_by == "real"
         assert line.data["unit_price"] == "30.5000"
         assert t.call("quote_price", {"party_id": 27, "product_id": 4, "quantity": 10}).data["unit_price"] == "34.3125"
+
+
+# Returns: Tryton's return wizard copies the sale with negated quantities; confirming it makes a customer return
+# shipment and a negative invoice (sale's invoice method); receive and done put the goods back in stock.
+RETURNS: list[tuple[str, Any]] = [
+    ("return_sale", {"sale_id": 1}),
+    ("return_sale", {"sale_id": 21}),
+    ("get_sale", {"sale_id": 33}),
+    ("remove_line", {"sale_id": 33, "line_id": 62}),
+    ("quote_sale", {"sale_id": 33}),
+    ("confirm_sale", {"sale_id": 33}),
+    ("get_sale", {"sale_id": 33}),
+    ("get_party", {"party_id": 8}),
+    ("receive_return", {"shipment_id": 1}),
+    ("receive_return", {"shipment_id": 1}),
+    ("receive_return", {"shipment_id": 7}),
+    ("post_invoice", {"invoice_id": 18}),
+    ("get_invoice", {"invoice_id": 18}),
+    ("pay_invoice", {"invoice_id": 18, "amount": "5.00"}),
+    ("credit_invoice", {"invoice_id": 18}),
+    ("get_sale", {"sale_id": 33}),
+    ("get_party", {"party_id": 8}),
+    ("get_product", {"product_id": 9}),
+]
+
+
+def test_returns_agree_with_tryton(twin: Any) -> None:
+    from mirrorworld.fidelity.harness import response
+    from mirrorworld.twin.sales import read_back
+
+    with WORLD.session() as m, twin.session() as t:
+        for tool, args in RETURNS:
+            a, b = response(m.call(tool, args)), response(t.call(tool, args))
+            assert a == b, (tool, args, a, b)
+        assert t.canonical_state() == canonical_state(m.db)
+        back = read_back(t.pool, 33)["return_moves"]
+        assert [(r["line_id"], r["product_id"], r["quantity"]) for r in back] == [
+            tuple(r) for r in m.db.execute("SELECT line_id, product_id, quantity FROM return_moves ORDER BY id")
+        ]
+
+
+def test_tryton_makes_the_return(twin: Any) -> None:
+    with twin.session() as t:
+        sale = t.call("return_sale", {"sale_id": 29})
+        assert t.decided_by == "real" and sale.data["total_amount"].startswith("-")
+        refused = t.call("return_sale", {"sale_id": 1})
+        assert t.decided_by == "adapter" and refused.error is not None and refused.error["rule"] == "sale_return"

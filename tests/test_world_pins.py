@@ -210,6 +210,8 @@ PINS = {
             "credit_invoice",
             "list_overdue_invoices",
             "quote_price",
+            "return_sale",
+            "receive_return",
         ),
         (
             "add_contact",
@@ -235,6 +237,7 @@ PINS = {
             "pay_then_confirm",
             "price_list_quotation",
             "price_question",
+            "return_order",
         ),
     ),
 }

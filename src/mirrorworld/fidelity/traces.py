@@ -219,6 +219,9 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
             "credit_invoice",
             "quote_price",
             "quote_price",
+            "return_sale",
+            "receive_return",
+            "receive_return",
         )
     )
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
@@ -236,6 +239,15 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
             tool,
             {"party_id": party, "product_id": _pick(rng, _ids(s, "SELECT id FROM products")), "quantity": quantity},
         )
+    if tool == "return_sale":  # mostly a processing or done sale; sometimes one the desk does not return
+        returnable = _ids(s, "SELECT id FROM sales WHERE state IN ('processing','done')")
+        return ToolCall(
+            tool, {"sale_id": _pick(rng, returnable if rng.random() < 0.85 else _ids(s, "SELECT id FROM sales"))}
+        )
+    if tool == "receive_return":
+        drafts_back = _ids(s, "SELECT id FROM return_shipments WHERE state='draft'")
+        every = _ids(s, "SELECT id FROM return_shipments")
+        return ToolCall(tool, {"shipment_id": _pick(rng, drafts_back if rng.random() < 0.85 else every)})
     if tool == "get_product":
         return ToolCall(tool, {"product_id": _pick(rng, _ids(s, "SELECT id FROM products"))})
     if tool == "get_opportunity":

@@ -339,6 +339,15 @@ SALES: dict[str, ToolDecl] = {
         creates=("account.invoice",),
     ),
     "list_overdue_invoices": ToolDecl("account.invoice", {"party_id": Key("party.party")}),
+    "return_sale": ToolDecl(
+        "sale.sale", {"sale_id": Key("sale.sale")}, wizard="sale.return_sale", creates=("sale.sale", "sale.line")
+    ),
+    "receive_return": ToolDecl(
+        "stock.shipment.out.return",
+        {"shipment_id": Key("stock.shipment.out.return")},
+        buttons=("receive", "do"),
+        errors={"trytond.model.exceptions.AccessButtonError": "invalid_state"},
+    ),
     "quote_price": ToolDecl(
         "product.product",
         {

@@ -87,9 +87,11 @@ CREATE TABLE sales (
     opportunity_id  INTEGER REFERENCES opportunities(id),  -- the opportunity converted into this sale
     amounts_cache   TEXT,  -- "untaxed tax total" frozen when the sale was cancelled (cleared when reset to draft)
     payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's term when the sale was created
-    price_list_id   INTEGER REFERENCES price_lists(id)     -- the customer's price list when the sale was created
+    price_list_id   INTEGER REFERENCES price_lists(id),    -- the customer's price list when the sale was created
+    return_of       INTEGER REFERENCES sales(id)           -- a return sale: the sale it returns (negative lines)
 );
 CREATE INDEX sales_party ON sales(party_id);
+CREATE INDEX sales_return_of ON sales(return_of);
 CREATE INDEX sales_opportunity ON sales(opportunity_id);
 
 CREATE TABLE sale_lines (
@@ -129,6 +131,27 @@ CREATE TABLE shipment_moves (
 CREATE INDEX shipment_moves_shipment ON shipment_moves(shipment_id);
 CREATE INDEX shipment_moves_line ON shipment_moves(line_id);
 CREATE INDEX shipment_moves_sale ON shipment_moves(sale_id);
+
+-- Customer return shipments (the real system's own kind, numbered apart from shipments): what a return sale
+-- takes back, ``draft`` until received into the warehouse (``done``: stock back on hand).
+CREATE TABLE return_shipments (
+    id       INTEGER PRIMARY KEY,
+    sale_id  INTEGER NOT NULL REFERENCES sales(id),
+    state    TEXT NOT NULL CHECK (state IN ('draft', 'received', 'done', 'cancelled'))
+);
+CREATE INDEX return_shipments_sale ON return_shipments(sale_id);
+
+CREATE TABLE return_moves (
+    id          INTEGER PRIMARY KEY,
+    shipment_id INTEGER NOT NULL REFERENCES return_shipments(id),
+    sale_id     INTEGER NOT NULL REFERENCES sales(id),
+    line_id     INTEGER NOT NULL REFERENCES sale_lines(id),
+    product_id  INTEGER NOT NULL REFERENCES products(id),
+    quantity    INTEGER NOT NULL CHECK (quantity > 0)
+);
+CREATE INDEX return_moves_shipment ON return_moves(shipment_id);
+CREATE INDEX return_moves_line ON return_moves(line_id);
+CREATE INDEX return_moves_sale ON return_moves(sale_id);
 
 CREATE TABLE invoices (
     id            INTEGER PRIMARY KEY,

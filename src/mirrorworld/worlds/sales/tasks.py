@@ -1028,6 +1028,70 @@ class PriceQuestion(TaskFamily):
         )
 
 
+class ReturnOrder(TaskFamily):
+    name = "return_order"
+    description = (
+        "A customer sends back a delivered order: return the sale, quote and confirm the return, receive the "
+        "return shipment into stock, post the credit note and give its number and amount."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT s.id, s.number, s.party_id FROM sales s WHERE s.state IN ('processing', 'done') "
+            "AND s.shipment_state='sent' AND s.return_of IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM sales r WHERE r.return_of=s.id) ORDER BY s.id"
+        )
+        sid, number, pid = _pick(rng, rows, self.name)
+        lines = image.query("SELECT quantity, unit_price FROM sale_lines WHERE sale_id=? ORDER BY id", (sid,))
+        untaxed, _tax, total = amounts([(-int(q), Decimal(u)) for q, u in lines], self.param("tax_rounding"))
+        rsid, rnumber = _next_id(image, "sales"), _next_number(image, "sale")
+        shipment, invoice = _next_id(image, "return_shipments"), _next_id(image, "invoices")
+        note = _next_number(image, "invoice")
+        credit = money(-Decimal(total))
+        reason = rng.choice(("it arrived damaged", "we ordered the wrong models", "the project was cancelled"))
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                f"We are sending back everything we received on order {number}: {reason}. Please take the return "
+                "and credit us.",
+            ),
+            [
+                ToolCall("return_sale", {"sale_id": sid}),
+                # The read between the return and its quotation keeps the return's creation first.
+                ToolCall("get_sale", {"sale_id": rsid}),
+                ToolCall("quote_sale", {"sale_id": rsid}),
+                ToolCall("confirm_sale", {"sale_id": rsid}),
+                # The confirmation makes the return shipment and the credit note: read them before using them.
+                ToolCall("get_sale", {"sale_id": rsid}),
+                ToolCall("receive_return", {"shipment_id": shipment}),
+                ToolCall("post_invoice", {"invoice_id": invoice}),
+                ToolCall(
+                    "respond",
+                    {
+                        "message": f"We have received your return of order {number} (return {rnumber}); credit note "
+                        f"{note} for ${credit} has been posted to your account."
+                    },
+                ),
+            ],
+            (("party", pid), ("sale", sid), ("sale", rsid)),
+            (("sale", rsid),),
+            [
+                _field("returns the order", "sales", rsid, "return_of", sid),
+                _field("return confirmed", "sales", rsid, "state", "processing"),
+                _field("return received", "return_shipments", shipment, "state", "done"),
+                _field("credit note posted", "invoices", invoice, "state", "posted"),
+                _field("credit note amount", "invoices", invoice, "total", total),
+            ],
+            (
+                Fact("credit note number", note, "id"),
+                Fact("credit amount", credit, "money", (money(-Decimal(untaxed)),)),
+            ),
+        )
+
+
 FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides which task reset(seed=i) plays
     AddContact(),
     NewLead(),
@@ -1052,6 +1116,7 @@ FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides wh
     PayThenConfirm(),
     PriceListQuotation(),
     PriceQuestion(),
+    ReturnOrder(),
 )
 for _family in FAMILIES:  # the sales desk's figures until a world binds its own (World.parameters)
     _family.parameters = PARAMETERS

@@ -361,8 +361,9 @@ def ops_quote(db: Db, sale_id: int) -> dict[str, Any]:
 def credit_amount(db: Db, party_id: int) -> Decimal:
     """What counts against a customer's credit limit, as the real system's credit-limit modules count it: their
     balance on the books plus, for every sale confirmed or processing, the untaxed value of the lines no posted
-    invoice carries yet (an order invoiced in one document: all its lines until that invoice is posted), summed
-    unrounded per sale and rounded half-to-even to the cent as each sale is added."""
+    invoice carries yet (an order invoiced in one document: all its lines until that invoice is posted; returned
+    lines, with negative quantities, do not count), summed unrounded per sale and rounded half-to-even to the cent
+    as each sale is added."""
     total = party_balance(db, party_id)
     sales = db.all(
         "SELECT id FROM sales WHERE party_id=? AND state IN ('confirmed', 'processing') ORDER BY id", (party_id,)
@@ -374,7 +375,7 @@ def credit_amount(db: Db, party_id: int) -> Decimal:
         )
         if invoiced is not None:
             continue
-        open_value = sum((q * Decimal(u) for q, u in _priced_lines(db, sale["id"])), Decimal(0))
+        open_value = sum((q * Decimal(u) for q, u in _priced_lines(db, sale["id"]) if q > 0), Decimal(0))
         total = Decimal(money(total + open_value))
     return total
 
@@ -402,17 +403,27 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
     untaxed, tax, total = amounts(lines, tax_rounding(db))
     check_credit_limit(db, sale, Decimal(untaxed))
     if lines:
-        db.execute(
+        db.execute(  # one invoice for the order (a credit note, negative, for a return)
             "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid) "
             "VALUES (?, NULL, 'draft', ?, ?, ?, '0.00')",
             (sale_id, untaxed, tax, total),
         )
-        shipment = db.execute("INSERT INTO shipments (sale_id, state) VALUES (?, 'waiting')", (sale_id,)).lastrowid
-        db.execute(
-            "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity) "
-            "SELECT ?, sale_id, id, product_id, quantity FROM sale_lines WHERE sale_id=? ORDER BY id",
-            (shipment, sale_id),
-        )
+        if any(q > 0 for q, _u in lines):
+            shipment = db.execute("INSERT INTO shipments (sale_id, state) VALUES (?, 'waiting')", (sale_id,)).lastrowid
+            db.execute(
+                "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity) "
+                "SELECT ?, sale_id, id, product_id, quantity FROM sale_lines WHERE sale_id=? AND quantity > 0 "
+                "ORDER BY id",
+                (shipment, sale_id),
+            )
+        if any(q < 0 for q, _u in lines):  # returned lines come back on a customer return shipment
+            back = db.execute("INSERT INTO return_shipments (sale_id, state) VALUES (?, 'draft')", (sale_id,)).lastrowid
+            db.execute(
+                "INSERT INTO return_moves (shipment_id, sale_id, line_id, product_id, quantity) "
+                "SELECT ?, sale_id, id, product_id, -quantity FROM sale_lines WHERE sale_id=? AND quantity < 0 "
+                "ORDER BY id",
+                (back, sale_id),
+            )
         db.execute(
             "UPDATE sales SET state='processing', invoice_state='pending', shipment_state='waiting' WHERE id=?",
             (sale_id,),
@@ -423,6 +434,73 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
         state = "done"
     _process_opportunity(db, sale_id)
     return {"sale_id": sale_id, "number": sale["number"], "state": state, "total_amount": total}
+
+
+RETURNABLE = ("processing", "done")
+"""The states of a sale the desk returns (the real system's return wizard copies a sale in any state)."""
+
+
+def return_refusal(name: str, state: str) -> ToolError | None:
+    """The desk's refusal to return a sale that is not processing or done (shared by the mirror and the twin)."""
+    if state in RETURNABLE:
+        return None
+    return ToolError(
+        "invalid_state", f"sale {name} is {state}; only a processing or done sale is returned", rule="sale_return"
+    )
+
+
+def ops_return(db: Db, sale_id: int) -> dict[str, Any]:
+    """Return a sale as the real system's return wizard does: a draft copy of it (its customer, description,
+    payment term and price list) whose lines are the sale's with their quantities negated, at the same prices."""
+    sale = _get(db, "sales", "sale", sale_id)
+    refusal = return_refusal(_sale_name(sale), sale["state"])
+    if refusal is not None:
+        raise refusal
+    cur = db.execute(
+        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, payment_term_id, "
+        "price_list_id, return_of) SELECT NULL, party_id, description, 'draft', 'none', 'none', payment_term_id, "
+        "price_list_id, id FROM sales WHERE id=?",
+        (sale_id,),
+    )
+    new = int(cur.lastrowid or 0)
+    for line in db.all(
+        "SELECT product_id, quantity, unit_price, discount FROM sale_lines WHERE sale_id=? ORDER BY id", (sale_id,)
+    ):
+        db.execute(
+            "INSERT INTO sale_lines (id, sale_id, product_id, quantity, unit_price, discount) VALUES (?,?,?,?,?,?)",
+            (
+                _draw_id(db, "sale_line"),
+                new,
+                line["product_id"],
+                -line["quantity"],
+                line["unit_price"],
+                line["discount"],
+            ),
+        )
+    untaxed, tax, total = sale_amounts(db, new)
+    return {
+        "sale_id": new,
+        "return_of": sale_id,
+        "state": "draft",
+        "untaxed_amount": untaxed,
+        "tax_amount": tax,
+        "total_amount": total,
+    }
+
+
+def ops_receive_return(db: Db, shipment_id: int) -> dict[str, Any]:
+    """Receive a draft customer return shipment and put it away, as the real system's receive then done: its
+    products are back on hand and its sale counts them as shipped back."""
+    shipment = _get(db, "return_shipments", "return shipment", shipment_id)
+    if shipment["state"] != "draft":
+        raise _refused_click("receive", str(shipment_id), "Stock Shipment Out Return", "sale_workflow")
+    for m in db.all("SELECT product_id, quantity FROM return_moves WHERE shipment_id=? ORDER BY id", (shipment_id,)):
+        db.execute("UPDATE products SET on_hand=on_hand+? WHERE id=?", (m["quantity"], m["product_id"]))
+    db.execute("UPDATE return_shipments SET state='done' WHERE id=?", (shipment_id,))
+    sale_id = shipment["sale_id"]
+    db.execute("UPDATE sales SET shipment_state=? WHERE id=?", (shipment_state(db, sale_id), sale_id))
+    _maybe_done(db, sale_id)
+    return {"shipment_id": shipment_id, "state": "done", "sale_id": sale_id}
 
 
 def ops_cancel(db: Db, sale_id: int) -> dict[str, Any]:
@@ -520,13 +598,34 @@ def ops_ship(db: Db, shipment_id: int, partial: bool = False) -> dict[str, Any]:
         else:
             db.execute("DELETE FROM shipment_moves WHERE id=?", (m["id"],))
     db.execute("UPDATE shipments SET state='done' WHERE id=?", (shipment_id,))
-    state = "partially shipped" if backorder is not None else "sent"
-    db.execute("UPDATE sales SET shipment_state=? WHERE id=?", (state, shipment["sale_id"]))
+    db.execute(
+        "UPDATE sales SET shipment_state=? WHERE id=?", (shipment_state(db, shipment["sale_id"]), shipment["sale_id"])
+    )
     _maybe_done(db, shipment["sale_id"])
     out: dict[str, Any] = {"shipment_id": shipment_id, "state": "done"}
     if partial:
         out["backorder_id"] = backorder
     return out
+
+
+def shipment_state(db: Db, sale_id: int) -> str:
+    """A sale's shipment state from its lines' moves, as the real system derives it: ``sent`` once every line's
+    quantity has moved (shipped out, or received back for a returned line), ``partially shipped`` while only some
+    has, ``waiting`` before."""
+    done = dict(
+        db.execute(
+            "SELECT m.line_id, SUM(m.quantity) FROM shipment_moves m JOIN shipments sh ON sh.id = m.shipment_id "
+            "WHERE m.sale_id=? AND sh.state='done' GROUP BY m.line_id UNION ALL "
+            "SELECT m.line_id, SUM(m.quantity) FROM return_moves m JOIN return_shipments r ON r.id = m.shipment_id "
+            "WHERE m.sale_id=? AND r.state='done' GROUP BY m.line_id",
+            (sale_id, sale_id),
+        ).fetchall()
+    )
+    lines = db.execute("SELECT id, quantity FROM sale_lines WHERE sale_id=?", (sale_id,)).fetchall()
+    moved = [done.get(i, 0) / abs(q) for i, q in lines]
+    if all(p >= 1 for p in moved):
+        return "sent"
+    return "partially shipped" if any(moved) else "waiting"
 
 
 def stock_shortage(shipment_id: int, moves: list[dict[str, Any]], partial: bool) -> str:
@@ -621,7 +720,7 @@ def ops_pay(db: Db, invoice_id: int, amount: Decimal, settle: str = "partial") -
     name = _invoice_name(inv)
     if inv["state"] != "posted":
         raise _refused_click("pay", name, "Account Invoice", "sale_workflow")
-    if inv["credit_of"] is not None:
+    if is_credit_note(inv):
         raise credit_note_paid(name)
     due = amount_due(inv)
     if settle == "writeoff" and amount != due:
@@ -695,7 +794,7 @@ def ops_credit(db: Db, invoice_id: int) -> dict[str, Any]:
     paid) the credit note is a draft, to be posted with ``post_invoice``.
     """
     inv = _get(db, "invoices", "invoice", invoice_id)
-    refusal = credit_refusal(_invoice_name(inv), inv["state"], inv["credit_of"] is not None)
+    refusal = credit_refusal(_invoice_name(inv), inv["state"], is_credit_note(inv))
     if refusal is not None:
         raise refusal
     refund = inv["state"] == "posted" and Decimal(inv["paid"]) == 0
@@ -873,6 +972,7 @@ def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
         "lines": lines,
         "approvals": ctx.all("SELECT id, discount, reason FROM approvals WHERE sale_id=? ORDER BY id", (sale_id,)),
         "shipments": _shipments(ctx, sale_id),
+        "returns": _returns(ctx, sale_id),
         "invoices": ctx.all(
             "SELECT id, number, state, total FROM invoices WHERE sale_id=? AND credit_of IS NULL ORDER BY id",
             (sale_id,),
@@ -883,6 +983,18 @@ def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
             (sale_id,),
         ),
     }
+
+
+def _returns(db: Db, sale_id: int) -> list[dict[str, Any]]:
+    """A return sale's customer return shipments with what each takes back (moves by product and quantity)."""
+    out = []
+    for sh in db.all("SELECT id, state FROM return_shipments WHERE sale_id=? ORDER BY id", (sale_id,)):
+        moves = db.all(
+            "SELECT product_id, quantity FROM return_moves WHERE shipment_id=? ORDER BY product_id, quantity",
+            (sh["id"],),
+        )
+        out.append({**sh, "moves": moves})
+    return out
 
 
 def _shipments(db: Db, sale_id: int) -> list[dict[str, Any]]:
@@ -937,11 +1049,17 @@ def get_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
             "due_date": inv["due_date"],
             "amount_due": money(due),
             "overdue": is_overdue(inv, business_date(ctx)),
-            "type": "invoice" if inv["credit_of"] is None else "credit_note",
+            "type": "credit_note" if is_credit_note(inv) else "invoice",
             "credit_of": inv["credit_of"],
             "credit_notes": notes,
         }
     }
+
+
+def is_credit_note(inv: dict[str, Any]) -> bool:
+    """A credit note: one crediting an invoice, or a return sale's document (negative, as the real system names a
+    customer invoice whose total is below zero)."""
+    return inv["credit_of"] is not None or Decimal(inv["total"]) < 0
 
 
 def is_overdue(inv: dict[str, Any], today: str) -> bool:
@@ -1214,6 +1332,28 @@ def credit_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
     return ops_credit(ctx, invoice_id)
 
 
+@tool("write")
+def return_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
+    """Start a customer return of a processing or done sale: a new draft sale with the same lines at negative
+    quantities (remove the lines not returned). Quote and confirm it: confirming creates the customer return
+    shipment to receive (receive_return) and the credit note (a negative invoice) to post.
+
+    Args:
+        sale_id: The id of the sale the customer returns goods from.
+    """
+    return ops_return(ctx, sale_id)
+
+
+@tool("write")
+def receive_return(ctx: ToolContext, shipment_id: Annotated[int, Ref("return_shipments")]) -> dict[str, Any]:
+    """Receive a customer return shipment (draft) into the warehouse: its products are back in stock.
+
+    Args:
+        shipment_id: The return shipment's id (get_sale of the return sale lists it under returns).
+    """
+    return ops_receive_return(ctx, shipment_id)
+
+
 @tool("terminal")
 def respond(ctx: ToolContext, message: Prose) -> dict[str, Any]:
     """Send the final message to the customer (or report to your lead) and end the conversation.
@@ -1258,4 +1398,6 @@ TOOLS: tuple[ToolSpec, ...] = (
     credit_invoice,
     list_overdue_invoices,
     quote_price,
+    return_sale,
+    receive_return,
 )
