@@ -303,3 +303,74 @@ def test_a_customer_without_a_limit_is_never_held_and_families_confirm_within_it
     hold = WORLD.task("credit_hold", 0)
     assert [c.tool for c in hold.gold] == ["get_party", "respond"]
     assert {f.label for f in hold.facts} == {"credit limit"}
+
+
+# -- price lists -----------------------------------------------------------------------
+
+
+def test_a_price_list_prices_new_lines_by_product_and_quantity() -> None:
+    with WORLD.session() as s:
+        party = _call(s, "get_party", party_id=27)["data"]["party"]  # type: ignore[index]
+        assert (party["price_list_id"], party["price_list"]) == (1, "Wholesale")
+        quote = _call(s, "quote_price", party_id=27, product_id=4, quantity=10)["data"]
+        assert (quote["list_price"], quote["unit_price"], quote["discount"]) == ("38.1250", "34.3125", "10.00")  # type: ignore[index]
+        assert _call(s, "quote_price", party_id=27, product_id=4, quantity=9)["data"]["unit_price"] == "38.1250"  # type: ignore[index]
+        assert _call(s, "quote_price", party_id=27, product_id=6, quantity=3)["data"]["unit_price"] == "29.9298"  # type: ignore[index]
+        assert _call(s, "quote_price", party_id=5, product_id=4, quantity=50)["data"]["price_list"] is None  # type: ignore[index]
+        sale = _call(s, "create_quotation", party_id=27)["data"]["sale_id"]  # type: ignore[index]
+        assert _call(s, "get_sale", sale_id=sale)["data"]["sale"]["price_list_id"] == 1  # type: ignore[index]
+        # Without a discount the price list prices the line; a discount is taken off the list price instead.
+        assert _call(s, "add_line", sale_id=sale, product_id=4, quantity=50)["data"]["unit_price"] == "30.5000"  # type: ignore[index]
+        assert _call(s, "add_line", sale_id=sale, product_id=4, quantity=50, discount=5)["data"]["unit_price"] == (  # type: ignore[index]
+            "36.2188"
+        )
+        lines = _call(s, "get_sale", sale_id=sale)["data"]["lines"]  # type: ignore[index]
+        assert [ln["discount"] for ln in lines] == ["20.00", "5.00"]  # type: ignore[index]
+        # A sale made before its customer was on a price list, or for one off any, is at list prices.
+        assert _call(s, "get_sale", sale_id=1)["data"]["sale"]["price_list_id"] is None  # type: ignore[index]
+
+
+def test_the_price_list_families_quote_at_the_lists_prices() -> None:
+    for seed in range(6):
+        task = WORLD.task("price_list_quotation", seed)
+        assert all("discount" not in c.args for c in task.gold if c.tool == "add_line")  # type: ignore[operator]
+        with WORLD.session(task) as s:
+            assert all(s.call(c.tool, c.args).ok for c in task.gold), task.id
+        question = WORLD.task("price_question", seed)
+        assert [c.tool for c in question.gold] == ["quote_price", "respond"]
+        with WORLD.session(question) as s:
+            got = s.call("quote_price", question.gold[0].args).data
+            assert got is not None and question.facts[0].value == got["unit_price"]
+
+
+# -- returns ---------------------------------------------------------------------------
+
+
+def test_a_return_takes_the_goods_back_and_credits_the_customer() -> None:
+    with WORLD.session() as s:
+        assert _call(s, "return_sale", sale_id=1)["error"]["rule"] == "sale_return"  # type: ignore[index]
+        back = _call(s, "return_sale", sale_id=21)["data"]
+        assert (back["return_of"], back["state"], back["total_amount"]) == (21, "draft", "-1294.68")  # type: ignore[index]
+        sale = back["sale_id"]  # type: ignore[index]
+        assert all(ln["quantity"] < 0 for ln in _call(s, "get_sale", sale_id=sale)["data"]["lines"])  # type: ignore[index]
+        assert _call(s, "quote_sale", sale_id=sale)["ok"] and _call(s, "confirm_sale", sale_id=sale)["ok"]
+        got = _call(s, "get_sale", sale_id=sale)["data"]
+        (shipment,) = got["returns"]  # type: ignore[index]
+        assert (shipment["state"], got["shipments"]) == ("draft", [])  # type: ignore[index]
+        on_hand = _call(s, "get_product", product_id=9)["data"]["product"]["on_hand"]  # type: ignore[index]
+        assert _call(s, "receive_return", shipment_id=shipment["id"])["data"]["state"] == "done"  # type: ignore[index]
+        assert _call(s, "get_product", product_id=9)["data"]["product"]["on_hand"] == on_hand + 7  # type: ignore[index]
+        assert _call(s, "receive_return", shipment_id=shipment["id"])["error"]["code"] == "invalid_state"  # type: ignore[index]
+        (note,) = got["invoices"]  # type: ignore[index]
+        assert _call(s, "post_invoice", invoice_id=note["id"])["ok"]
+        inv = _call(s, "get_invoice", invoice_id=note["id"])["data"]["invoice"]  # type: ignore[index]
+        assert (inv["type"], inv["total"], inv["state"]) == ("credit_note", "-1294.68", "posted")
+        assert _call(s, "pay_invoice", invoice_id=note["id"], amount="1.00")["error"]["rule"] == "credit_note"  # type: ignore[index]
+        assert _call(s, "get_sale", sale_id=sale)["data"]["sale"]["shipment_state"] == "sent"  # type: ignore[index]
+
+
+def test_the_return_family_gold_reaches_its_checks() -> None:
+    for seed in range(5):
+        task = WORLD.task("return_order", seed)
+        with WORLD.session(task) as s:
+            assert all(s.call(c.tool, c.args).ok for c in task.gold), task.id

@@ -483,3 +483,92 @@ def test_tryton_decides_the_credit_limit(twin: Any) -> None:
         assert t.decided_by == "real"
         assert result.error is not None and result.error["code"] == "policy_refused"
         assert "credit limit" in result.error["message"]
+
+
+# Price lists: Tryton's product_price_list prices a price-list customer's new lines (the first matching line's
+# formula, rounded to 4 decimals); sale_discount's rate is taken off the base (list) price, replacing it.
+PRICES: list[tuple[str, Any]] = [
+    *(
+        ("quote_price", {"party_id": p, "product_id": prod, "quantity": q})
+        for p in (27, 28, 5)
+        for prod in (2, 4, 6, 10)
+        for q in (1, 9, 10, 20, 50)
+    ),
+    ("get_party", {"party_id": 27}),
+    ("get_party", {"party_id": 28}),
+    ("create_quotation", {"party_id": 28}),
+    ("add_line", {"sale_id": 33, "product_id": 2, "quantity": 1}),
+    ("add_line", {"sale_id": 33, "product_id": 7, "quantity": 25}),
+    ("add_line", {"sale_id": 33, "product_id": 10, "quantity": 3, "discount": 10}),
+    ("add_line", {"sale_id": 33, "product_id": 4, "quantity": 3, "discount": 0}),
+    ("get_sale", {"sale_id": 33}),
+    ("quote_sale", {"sale_id": 33}),
+    ("confirm_sale", {"sale_id": 33}),
+    ("get_sale", {"sale_id": 33}),
+]
+
+
+def test_price_lists_agree_with_tryton(twin: Any) -> None:
+    from mirrorworld.fidelity.harness import response
+
+    with WORLD.session() as m, twin.session() as t:
+        for tool, args in PRICES:
+            a, b = response(m.call(tool, args)), response(t.call(tool, args))
+            assert a == b, (tool, args, a, b)
+        assert t.canonical_state() == canonical_state(m.db)
+
+
+def test_tryton_prices_the_line(twin: Any) -> None:
+    with twin.session() as t:
+        sale = t.call("create_quotation", {"party_id": 27}).data["sale_id"]
+        line = t.call("add_line", {"sale_id": sale, "product_id": 4, "quantity": 50})
+        assert t.decided_by == "real"
+        assert line.data["unit_price"] == "30.5000"
+        assert t.call("quote_price", {"party_id": 27, "product_id": 4, "quantity": 10}).data["unit_price"] == "34.3125"
+
+
+# Returns: Tryton's return wizard copies the sale with negated quantities; confirming it makes a customer return
+# shipment and a negative invoice (sale's invoice method); receive and done put the goods back in stock.
+RETURNS: list[tuple[str, Any]] = [
+    ("return_sale", {"sale_id": 1}),
+    ("return_sale", {"sale_id": 21}),
+    ("get_sale", {"sale_id": 33}),
+    ("remove_line", {"sale_id": 33, "line_id": 62}),
+    ("quote_sale", {"sale_id": 33}),
+    ("confirm_sale", {"sale_id": 33}),
+    ("get_sale", {"sale_id": 33}),
+    ("get_party", {"party_id": 8}),
+    ("receive_return", {"shipment_id": 1}),
+    ("receive_return", {"shipment_id": 1}),
+    ("receive_return", {"shipment_id": 7}),
+    ("post_invoice", {"invoice_id": 18}),
+    ("get_invoice", {"invoice_id": 18}),
+    ("pay_invoice", {"invoice_id": 18, "amount": "5.00"}),
+    ("credit_invoice", {"invoice_id": 18}),
+    ("get_sale", {"sale_id": 33}),
+    ("get_party", {"party_id": 8}),
+    ("get_product", {"product_id": 9}),
+]
+
+
+def test_returns_agree_with_tryton(twin: Any) -> None:
+    from mirrorworld.fidelity.harness import response
+    from mirrorworld.twin.sales import read_back
+
+    with WORLD.session() as m, twin.session() as t:
+        for tool, args in RETURNS:
+            a, b = response(m.call(tool, args)), response(t.call(tool, args))
+            assert a == b, (tool, args, a, b)
+        assert t.canonical_state() == canonical_state(m.db)
+        back = read_back(t.pool, 33)["return_moves"]
+        assert [(r["line_id"], r["product_id"], r["quantity"]) for r in back] == [
+            tuple(r) for r in m.db.execute("SELECT line_id, product_id, quantity FROM return_moves ORDER BY id")
+        ]
+
+
+def test_tryton_makes_the_return(twin: Any) -> None:
+    with twin.session() as t:
+        sale = t.call("return_sale", {"sale_id": 29})
+        assert t.decided_by == "real" and sale.data["total_amount"].startswith("-")
+        refused = t.call("return_sale", {"sale_id": 1})
+        assert t.decided_by == "adapter" and refused.error is not None and refused.error["rule"] == "sale_return"

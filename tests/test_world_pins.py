@@ -209,6 +209,9 @@ PINS = {
             "reopen_sale",
             "credit_invoice",
             "list_overdue_invoices",
+            "quote_price",
+            "return_sale",
+            "receive_return",
         ),
         (
             "add_contact",
@@ -232,6 +235,9 @@ PINS = {
             "pay_overdue",
             "credit_hold",
             "pay_then_confirm",
+            "price_list_quotation",
+            "price_question",
+            "return_order",
         ),
     ),
 }

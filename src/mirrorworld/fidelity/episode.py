@@ -45,9 +45,10 @@ agent did and what the real system showed it, and nothing else.
   changed, added or removed, and every record a successful write call named
   by id (so that a change only to a text is read too). What no read tool
   shows is read from Tryton's records directly
-  (:func:`mirrorworld.twin.sales.read_back`): a shipment's moves with the
-  sale lines they ship, and what an invoice's payments received beyond what
-  they applied; a cancelled sale's frozen amounts are the amounts it shows.
+  (:func:`mirrorworld.twin.sales.read_back`): a shipment's moves and a
+  customer return shipment's with the sale lines they ship or take back,
+  and what an invoice's payments received beyond what they applied; a
+  cancelled sale's frozen amounts are the amounts it shows.
   The counters (the mirror's ``sequences`` of document numbers and
   ``counters`` of line ids) are not on the twin's surface; what they hand out
   is: a counter's end value is its start value (the mirror's data, which the
@@ -55,7 +56,7 @@ agent did and what the real system showed it, and nothing else.
   the pristine state did not (:data:`SEQUENCES`; a number once drawn stays on
   its record), so an extra record numbered is graded as on the mirror (a line
   added and removed again draws no value here; line ids are never compared).
-  *What is not read*: addresses (no tool writes one) and a party's role (not
+  *What is not read*: addresses and price lists (no tool writes one) and a party's role (not
   on the twin's surface and never changed by a tool: taken from the mirror's
   data).
 * **policy** — the rules the record's calls broke plus the world's guards over
@@ -207,7 +208,15 @@ def read_entity(
         if sale["state"] == "cancelled":  # a cancelled sale keeps the amounts it had
             frozen = " ".join(str(sale[k]) for k in ("untaxed_amount", "tax_amount", "total_amount"))
         put("sales", sale, amounts_cache=frozen)
-        for table in ("sale_lines", "approvals", "shipments", "shipment_moves", "invoices"):
+        for table in (
+            "sale_lines",
+            "approvals",
+            "shipments",
+            "shipment_moves",
+            "return_shipments",
+            "return_moves",
+            "invoices",
+        ):
             out.setdefault(table, {})
         extra = read("read_back", sale_id=ident)
         for line in data["lines"]:
@@ -218,6 +227,10 @@ def read_entity(
             put("shipments", shipment, sale_id=ident)
         for move in extra["moves"]:
             put("shipment_moves", move)
+        for shipment in data["returns"]:
+            put("return_shipments", shipment, sale_id=ident)
+        for move in extra["return_moves"]:
+            put("return_moves", move)
         for invoice in [*data["invoices"], *data["credit_notes"]]:
             iid = int(invoice["id"])
             overpaid = extra["overpaid"].get(iid, "0.00")

@@ -217,6 +217,11 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
             "pay_invoice",
             "pay_invoice",
             "credit_invoice",
+            "quote_price",
+            "quote_price",
+            "return_sale",
+            "receive_return",
+            "receive_return",
         )
     )
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
@@ -226,6 +231,23 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
         return ToolCall(tool, {"query": rng.choice(("desk", "P00", "er", "Toner", "lamp", "zz"))})
     if tool in ("get_party", "list_sales", "list_overdue_invoices"):
         return ToolCall(tool, {"party_id": _pick(rng, parties)})
+    if tool == "quote_price":  # customers on a price list and off one, quantities either side of its rules
+        listed = _ids(s, "SELECT id FROM parties WHERE price_list_id IS NOT NULL")
+        party = _pick(rng, listed if rng.random() < 0.7 else parties)
+        quantity = rng.choice((1, 3, 9, 10, 19, 20, 49, 50, 120))
+        return ToolCall(
+            tool,
+            {"party_id": party, "product_id": _pick(rng, _ids(s, "SELECT id FROM products")), "quantity": quantity},
+        )
+    if tool == "return_sale":  # mostly a processing or done sale; sometimes one the desk does not return
+        returnable = _ids(s, "SELECT id FROM sales WHERE state IN ('processing','done')")
+        return ToolCall(
+            tool, {"sale_id": _pick(rng, returnable if rng.random() < 0.85 else _ids(s, "SELECT id FROM sales"))}
+        )
+    if tool == "receive_return":
+        drafts_back = _ids(s, "SELECT id FROM return_shipments WHERE state='draft'")
+        every = _ids(s, "SELECT id FROM return_shipments")
+        return ToolCall(tool, {"shipment_id": _pick(rng, drafts_back if rng.random() < 0.85 else every)})
     if tool == "get_product":
         return ToolCall(tool, {"product_id": _pick(rng, _ids(s, "SELECT id FROM products"))})
     if tool == "get_opportunity":
@@ -256,8 +278,10 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
         if tool == "mark_lost":
             args["reason"] = "No budget this year"
         return ToolCall(tool, args)
-    if tool == "create_quotation":
-        return ToolCall(tool, {"party_id": _pick(rng, parties), "description": "Random order"})
+    if tool == "create_quotation":  # a third for customers on a price list: their lines take its prices
+        listed = _ids(s, "SELECT id FROM parties WHERE price_list_id IS NOT NULL")
+        party = _pick(rng, listed if rng.random() < 0.35 else parties)
+        return ToolCall(tool, {"party_id": party, "description": "Random order"})
     if tool == "convert_opportunity":
         opps = _ids(s, "SELECT id FROM opportunities WHERE state='opportunity'")
         return ToolCall(
@@ -287,16 +311,15 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
                 "reason": "Loyal customer",
             },
         )
-    if tool == "add_line":
-        return ToolCall(
-            tool,
-            {
-                "sale_id": _pick(rng, drafts if rng.random() < 0.9 else _ids(s, "SELECT id FROM sales")),
-                "product_id": _pick(rng, _ids(s, "SELECT id FROM products")),
-                "quantity": rng.randint(1, 9),
-                "discount": str(rng.choice((0, 0, 0, 2.5, 5, 10, 12, 15, 20))),
-            },
-        )
+    if tool == "add_line":  # without a discount a third of the time: the sale's price list prices the line
+        new_line: dict[str, Any] = {
+            "sale_id": _pick(rng, drafts if rng.random() < 0.9 else _ids(s, "SELECT id FROM sales")),
+            "product_id": _pick(rng, _ids(s, "SELECT id FROM products")),
+            "quantity": rng.randint(1, 9) if rng.random() < 0.8 else rng.choice((10, 20, 50)),
+        }
+        if rng.random() < 0.67:
+            new_line["discount"] = str(rng.choice((0, 0, 0, 2.5, 5, 10, 12, 15, 20)))
+        return ToolCall(tool, new_line)
     if tool == "quote_sale":
         return ToolCall(
             tool, {"sale_id": _pick(rng, drafts if rng.random() < 0.85 else _ids(s, "SELECT id FROM sales"))}

@@ -13,7 +13,9 @@ Two stages, each cached on its own:
   calls is replayed through the twin's tools (its date steps move Tryton's
   *today*, so invoices are posted on the mirror's dates, and its last steps
   give customers their credit limits), so the twin's pristine state is the
-  mirror's. The desk's user is in every group but the credit-limit one: a
+  mirror's. The sale price lists are Tryton's own (``product_price_list``
+  lines with their formulas), given to the customers on them
+  (``sale_price_list``). The desk's user is in every group but the credit-limit one: a
   sale over a customer's limit is refused, not a warning to override.
 
 Usage: ``python -m mirrorworld.twin.build modules DIR`` or
@@ -255,6 +257,24 @@ def _master(pool: Any, master: Any, day: date) -> None:
                 }
             )
     Move.do(Move.create(moves))
+    _price_lists(pool, master)
+
+
+def _price_lists(pool: Any, master: Any) -> None:
+    """The sale price lists (``product_price_list``: on the list price, lines tried by sequence, each with its
+    product and quantity conditions and its formula) and the customers on them (``sale_price_list``)."""
+    PriceList = pool.get("product.price_list")
+    Party = pool.get("party.party")
+    for plid, name in master.price_lists:
+        lines = [
+            {"sequence": seq, "product": product, "quantity": quantity, "formula": formula}
+            for _lid, pl, seq, product, quantity, formula, _factor in master.price_list_lines
+            if pl == plid
+        ]
+        (price_list,) = PriceList.create([{"name": name, "price": "list_price", "lines": [("create", lines)]}])
+        _expect(price_list.id, plid, "price list")
+    for pid, plid in sorted(master.party_price_lists.items()):
+        Party.write([Party(pid)], {"sale_price_list": plid})
 
 
 def _offset(Address: Any, master: Any) -> int:

@@ -36,7 +36,7 @@ from mirrorworld.worlds.sales.rules import (
     price_text,
     writeoff_refusal,
 )
-from mirrorworld.worlds.sales.tools import credit_note_paid, credit_refusal, stock_shortage
+from mirrorworld.worlds.sales.tools import credit_note_paid, credit_refusal, return_refusal, stock_shortage
 
 __all__ = ["ERROR_CODES", "TOOLS", "canonical_state", "context"]
 
@@ -160,6 +160,8 @@ def get_party(pool: Any, party_id: int) -> dict[str, Any]:
             "payment_term_id": party.customer_payment_term.id if party.customer_payment_term else None,
             "payment_term": party.customer_payment_term.name if party.customer_payment_term else None,
             "credit_limit": money(party.credit_limit_amount) if party.credit_limit_amount is not None else None,
+            "price_list_id": party.sale_price_list.id if party.sale_price_list else None,
+            "price_list": party.sale_price_list.name if party.sale_price_list else None,
         },
         "address": address,
         "contacts": [{"id": c.id, "type": c.type, "value": c.value} for c in contacts],
@@ -186,6 +188,35 @@ def search_products(pool: Any, query: str) -> dict[str, Any]:
     found = Product.search(["OR", ("name", "ilike", p), ("code", "ilike", p)], order=[("id", "ASC")], limit=10)
     stock = _on_hand(pool, found)
     return {"products": [_product_row(x, stock) for x in found]}
+
+
+def quote_price(pool: Any, party_id: int, product_id: int, quantity: int) -> dict[str, Any]:
+    """The unit price Tryton gives a new line of the customer's: the product's sale price for the quantity in the
+    context a sale line prices in (the customer, the sale unit and the customer's sale price list)."""
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    party = _get(pool, "party.party", "party", party_id)
+    product = _get(pool, "product.product", "product", product_id)
+    check_quantity(quantity)
+    Product = pool.get("product.product")
+    price_list = party.sale_price_list
+    context: dict[str, Any] = {"customer": party.id, "uom": product.sale_uom.id}
+    if price_list:
+        context["price_list"] = price_list.id
+    with Transaction().set_user(ADMIN), Transaction().set_context(**context):
+        price = Product.get_sale_price([product], quantity)[product.id]
+    list_price = Decimal(product.list_price_used)
+    rate = (1 - Decimal(price) / list_price).quantize(Decimal("0.0001")) if list_price else Decimal(0)
+    return {
+        "party_id": party.id,
+        "product_id": product.id,
+        "quantity": quantity,
+        "price_list_id": price_list.id if price_list else None,
+        "price_list": price_list.name if price_list else None,
+        "list_price": price_text(list_price),
+        "unit_price": price_text(Decimal(price)),
+        "discount": money(rate * 100),
+    }
 
 
 def get_product(pool: Any, product_id: int) -> dict[str, Any]:
@@ -282,6 +313,8 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
             "shipment_state": sale.shipment_state,
             "opportunity_id": _opportunity_of(sale),
             "payment_term_id": sale.payment_term.id if sale.payment_term else None,
+            "price_list_id": sale.price_list.id if sale.price_list else None,
+            "return_of": _return_of(sale),
             "untaxed_amount": untaxed,
             "tax_amount": tax,
             "total_amount": total,
@@ -301,6 +334,10 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
             {"id": s.id, "state": s.state, "moves": [{"product_id": p, "quantity": q} for p, q in _moves(s)]}
             for s in sorted(sale.shipments, key=lambda s: s.id)
         ],
+        "returns": [
+            {"id": r.id, "state": r.state, "moves": [{"product_id": p, "quantity": q} for p, q in _return_moves(r)]}
+            for r in sorted(sale.shipment_returns, key=lambda r: r.id)
+        ],
         "invoices": [
             {"id": i.id, "number": i.number, "state": i.state, "total": money(i.total_amount)}
             for i in sorted(sale.invoices, key=lambda i: i.id)
@@ -315,6 +352,25 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
 def _opportunity_of(sale: Any) -> int | None:
     origin = sale.origin
     return int(origin.id) if origin is not None and origin.__name__ == "sale.opportunity" else None
+
+
+def _return_of(sale: Any) -> int | None:
+    """The sale a return sale returns (its origin, set by Tryton's return wizard), else None."""
+    origin = sale.origin
+    return int(origin.id) if origin is not None and origin.__name__ == "sale.sale" else None
+
+
+def _return_moves(shipment: Any) -> list[tuple[int, int]]:
+    """What a customer return shipment takes back: its incoming moves (not cancelled), by product and quantity."""
+    return sorted(
+        (m.product.id, int(m.quantity)) for m in shipment.incoming_moves if m.state != "cancelled" and m.quantity
+    )
+
+
+def _is_credit_note(inv: Any) -> bool:
+    """A credit note: it credits an invoice, or its total is negative (a return sale's; Tryton names a customer
+    invoice below zero a credit note)."""
+    return _credited(inv) is not None or Decimal(inv.total_amount) < 0
 
 
 def _moves(shipment: Any) -> list[tuple[int, int]]:
@@ -378,7 +434,7 @@ def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
             "due_date": _iso(_due_date(inv)),
             "amount_due": money(_amount_due(inv)),
             "overdue": _overdue(inv, _today(pool), credited),
-            "type": "invoice" if credited is None else "credit_note",
+            "type": "credit_note" if _is_credit_note(inv) else "invoice",
             "credit_of": credited.id if credited is not None else None,
             "credit_notes": [
                 {"id": c.id, "number": c.number, "state": c.state, "total": money(c.total_amount)}
@@ -421,7 +477,9 @@ def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
     """What the mirror's tables hold of a sale that no read tool shows (for grading twin episodes).
 
     ``moves``: every shipment's outgoing moves as rows of ``shipment_moves``
-    (the move's id, its shipment and the sale line it ships); ``overpaid``:
+    (the move's id, its shipment and the sale line it ships); ``return_moves``:
+    every customer return shipment's incoming moves as rows of ``return_moves``;
+    ``overpaid``:
     per invoice, what its payments received beyond what they applied to it
     (the cash the payments' moves took in, less the invoice's payment lines).
     """
@@ -443,6 +501,23 @@ def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
                     "quantity": int(m.quantity),
                 }
             )
+    returns = []
+    for shipment in sorted(sale.shipment_returns, key=lambda s: s.id):
+        for m in sorted(shipment.incoming_moves, key=lambda m: m.id):
+            if m.state == "cancelled" or not m.quantity:
+                continue
+            origin = m.origin
+            line = origin.id if origin is not None and origin.__name__ == "sale.line" else None
+            returns.append(
+                {
+                    "id": m.id,
+                    "shipment_id": shipment.id,
+                    "sale_id": sale.id,
+                    "line_id": line,
+                    "product_id": m.product.id,
+                    "quantity": int(m.quantity),
+                }
+            )
     Method = pool.get("account.invoice.payment.method")
     cash_accounts = {m.debit_account.id for m in Method.search([]) if m.debit_account}
     overpaid = {}
@@ -454,7 +529,7 @@ def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
                 Decimal(0),
             )
         overpaid[inv.id] = money(max(received - _invoice_paid(inv), Decimal(0)))
-    return {"moves": moves, "overpaid": overpaid}
+    return {"moves": moves, "return_moves": returns, "overpaid": overpaid}
 
 
 # -- writes ---------------------------------------------------------------------
@@ -559,11 +634,16 @@ def request_discount_approval(pool: Any, sale_id: int, discount: Decimal, reason
     return {"approval_id": note.id, "sale_id": sale.id, "discount": money(discount)}
 
 
-def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
+def add_line(
+    pool: Any, sale_id: int, product_id: int, quantity: int, discount: Decimal | None = None
+) -> dict[str, Any]:
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
     sale = _get(pool, "sale.sale", "sale", sale_id)
     product = _get(pool, "product.product", "product", product_id)
     check_quantity(quantity)
-    check_line_discount(discount, lambda: max((d for _i, d, _r in _approvals(pool, sale)), default=None))
+    if discount is not None:
+        check_line_discount(discount, lambda: max((d for _i, d, _r in _approvals(pool, sale)), default=None))
     Line = pool.get("sale.line")
     line = Line()
     line.sale = sale
@@ -571,9 +651,11 @@ def add_line(pool: Any, sale_id: int, product_id: int, quantity: int, discount: 
     line.product = product
     line.quantity = float(quantity)
     line.unit = product.sale_uom
-    line.on_change_product()  # the base price is the list price (sale_discount)
-    line.discount_rate = discount / 100
-    line.on_change_discount_rate()  # Tryton derives the unit price from it
+    with Transaction().set_user(ADMIN):  # the sale's price list prices the line (sale_price_list)
+        line.on_change_product()  # the base price is the list price (sale_discount)
+    if discount is not None:
+        line.discount_rate = discount / 100
+        line.on_change_discount_rate()  # Tryton derives the unit price from it, off the base price
     line.save()  # Tryton refuses a line on a sale that is no longer a draft
     price = Decimal(line.unit_price)
     untaxed, tax, total = _amounts(_reload(pool, "sale.sale", sale.id))
@@ -625,6 +707,47 @@ def confirm_sale(pool: Any, sale_id: int) -> dict[str, Any]:
         "state": fresh.state,
         "total_amount": money(fresh.total_amount),
     }
+
+
+def return_sale(pool: Any, sale_id: int) -> dict[str, Any]:
+    """Tryton's return wizard: a draft copy of the sale, its origin the sale, its lines' quantities negated."""
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    refusal = return_refusal(_sale_name(sale), sale.state)
+    if refusal is not None:  # the desk's rule: Tryton's wizard returns a sale in any state
+        raise _adapter(refusal)
+    Wizard = pool.get("sale.return_sale", type="wizard")
+    context = {"active_model": "sale.sale", "active_id": sale.id, "active_ids": [sale.id]}
+    with Transaction().set_user(ADMIN), Transaction().set_context(**context):
+        session_id, start, _end = Wizard.create()
+        Wizard.execute(session_id, {}, start)
+        result = Wizard.execute(session_id, {start: {}}, "return_")
+        Wizard.delete(session_id)
+    ((_action, data),) = result["actions"]
+    (new_id,) = data["res_id"]
+    fresh = _reload(pool, "sale.sale", new_id)
+    untaxed, tax, total = _amounts(fresh)
+    return {
+        "sale_id": fresh.id,
+        "return_of": sale.id,
+        "state": fresh.state,
+        "untaxed_amount": untaxed,
+        "tax_amount": tax,
+        "total_amount": total,
+    }
+
+
+def receive_return(pool: Any, shipment_id: int) -> dict[str, Any]:
+    """Tryton's receive then done on a customer return shipment (Tryton offers receiving only on a draft one)."""
+    Shipment = pool.get("stock.shipment.out.return")
+    shipment = _get(pool, "stock.shipment.out.return", "return shipment", shipment_id)
+    _click(pool, shipment, "receive")
+    _click(pool, shipment, "do")
+    sales = {m.origin.sale for m in Shipment(shipment.id).incoming_moves if m.origin is not None}
+    _process_sales(pool, list(sales))
+    (sale,) = sales
+    return {"shipment_id": shipment.id, "state": Shipment(shipment.id).state, "sale_id": sale.id}
 
 
 def cancel_sale(pool: Any, sale_id: int) -> dict[str, Any]:
@@ -688,7 +811,7 @@ def pay_invoice(pool: Any, invoice_id: int, amount: Decimal, settle: str = "part
     inv = _get(pool, "account.invoice", "invoice", invoice_id)
     check_payment_amount(amount)
     _click(pool, inv, "pay")  # Tryton offers payment only on a posted invoice
-    if _credited(inv) is not None:  # the desk's rule: Tryton would take a payment on a credit note
+    if _is_credit_note(inv):  # the desk's rule: Tryton would take a payment on a credit note
         raise _adapter(credit_note_paid(inv.rec_name))
     due = Decimal(inv.amount_to_pay)
     if settle == "writeoff" and amount != due:  # the desk's limit: Tryton writes off any amount
@@ -751,7 +874,7 @@ def _pay(pool: Any, inv: Any, amount: Decimal, settle: str) -> None:
 
 def credit_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
     inv = _get(pool, "account.invoice", "invoice", invoice_id)
-    refusal = credit_refusal(inv.rec_name, inv.state, _credited(inv) is not None)
+    refusal = credit_refusal(inv.rec_name, inv.state, _is_credit_note(inv))
     if refusal is not None:  # the desk's rule: Tryton credits any invoice, drafts and credit notes too
         raise _adapter(refusal)
     (note,) = _credit(pool, inv)
@@ -803,7 +926,8 @@ def canonical_state(pool: Any) -> dict[str, Any]:
     Mechanism = pool.get("party.contact_mechanism")
     for party in Party.search([], order=[("id", "ASC")]):
         contacts = sorted([c.type, c.value] for c in Mechanism.search([("party", "=", party.id)]))
-        out[f"party:{party.id}"] = {"name": party.name, "contacts": contacts}
+        price_list = party.sale_price_list.id if party.sale_price_list else None
+        out[f"party:{party.id}"] = {"name": party.name, "contacts": contacts, "price_list": price_list}
     Opportunity = pool.get("sale.opportunity")
     for o in Opportunity.search([], order=[("id", "ASC")]):
         out[f"opportunity:{o.id}"] = {
@@ -827,9 +951,14 @@ def canonical_state(pool: Any) -> dict[str, Any]:
             "invoice_state": s.invoice_state,
             "shipment_state": s.shipment_state,
             "opportunity": _opportunity_of(s),
+            "price_list": s.price_list.id if s.price_list else None,
+            "return_of": _return_of(s),
             "lines": lines,
             "approvals": sorted(_dec(d) for _i, d, _r in _approvals(pool, s)),
             "shipments": [[sh.state, [list(m) for m in _moves(sh)]] for sh in sorted(s.shipments, key=lambda x: x.id)],
+            "returns": [
+                [r.state, [list(m) for m in _return_moves(r)]] for r in sorted(s.shipment_returns, key=lambda x: x.id)
+            ],
             "invoices": invoices,
             "credit_notes": [_document(c) for _i, c in _sale_credit_notes(pool, s)],
         }
@@ -840,8 +969,15 @@ def canonical_state(pool: Any) -> dict[str, Any]:
     shipped: dict[int, int] = {}
     for m in Move.search([("state", "=", "done"), ("to_location.type", "=", "customer")]):
         shipped[m.product.id] = shipped.get(m.product.id, 0) + int(m.quantity)
+    returned: dict[int, int] = {}
+    for m in Move.search([("state", "=", "done"), ("from_location.type", "=", "customer")]):
+        returned[m.product.id] = returned.get(m.product.id, 0) + int(m.quantity)
     for p in products:
-        out[f"product:{p.id}"] = {"on_hand": stock[p.id], "shipped": shipped.get(p.id, 0)}
+        out[f"product:{p.id}"] = {
+            "on_hand": stock[p.id],
+            "shipped": shipped.get(p.id, 0),
+            "returned": returned.get(p.id, 0),
+        }
     out["ledger"] = _ledger(pool)
     return out
 
@@ -918,6 +1054,9 @@ TOOLS: dict[str, Any] = {
         pay_invoice,
         credit_invoice,
         list_overdue_invoices,
+        quote_price,
+        return_sale,
+        receive_return,
     )
 }
 """Tool name -> implementation (``get_policy`` and ``respond`` are handled by the session)."""

@@ -339,6 +339,34 @@ SALES: dict[str, ToolDecl] = {
         creates=("account.invoice",),
     ),
     "list_overdue_invoices": ToolDecl("account.invoice", {"party_id": Key("party.party")}),
+    "return_sale": ToolDecl(
+        "sale.sale", {"sale_id": Key("sale.sale")}, wizard="sale.return_sale", creates=("sale.sale", "sale.line")
+    ),
+    "receive_return": ToolDecl(
+        "stock.shipment.out.return",
+        {"shipment_id": Key("stock.shipment.out.return")},
+        buttons=("receive", "do"),
+        errors={"trytond.model.exceptions.AccessButtonError": "invalid_state"},
+    ),
+    "quote_price": ToolDecl(
+        "product.product",
+        {
+            "party_id": Key("party.party"),
+            "product_id": Key("product.product"),
+            "quantity": Value(
+                "sale.line",
+                "quantity",
+                (
+                    Differs(
+                        "type",
+                        "the desk sells whole units; Tryton prices a quantity as a float in the line's unit",
+                        "integer",
+                    ),
+                    Differs("required", "a price is quoted for a quantity (the price list's quantity rules)", True),
+                ),
+            ),
+        },
+    ),
     "respond": ToolDecl(
         None,
         {"message": NoField("the final message ends the conversation; no Tryton record holds it")},

@@ -30,6 +30,8 @@ MODULES = (
     "account_invoice_stock",
     "account_credit_limit",
     "sale_credit_limit",
+    "product_price_list",
+    "sale_price_list",
 )
 """The Tryton modules the sales twin activates (with their dependencies)."""
 
@@ -40,6 +42,8 @@ DISTRIBUTIONS = (
     "trytond-sale-discount",
     "trytond-account-credit-limit",
     "trytond-sale-credit-limit",
+    "trytond-product-price-list",
+    "trytond-sale-price-list",
     "trytond-stock",
     "trytond-account-invoice",
     "trytond-account",

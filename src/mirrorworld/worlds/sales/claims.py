@@ -120,7 +120,15 @@ def claim_rules(write_tools: tuple[str, ...]) -> tuple[ClaimRule, ...]:
                 rf"\brefund\b{_NS}{{0,30}}\b(?:added|issued|applied|sent|approved|granted|given|credited|offered)\b",
                 rf"\b(?:added|issued|applied|sent|approved|granted|given|credited|offered)\b{_NS}{{0,40}}\brefund\b",
             ),
-            ("credit_invoice",),
+            ("credit_invoice", "return_sale"),  # a return sale's confirmation makes its credit note
+        ),
+        ClaimRule(
+            "return received",
+            (
+                rf"\breceived\b{_NS}{{0,30}}\breturn(?:ed)?\b",
+                rf"\breturn(?:ed)?\b{_NS}{{0,30}}\b{_DONE}(?:received|back in stock)\b",
+            ),
+            ("receive_return",),
         ),
         ClaimRule(
             "lead recorded",

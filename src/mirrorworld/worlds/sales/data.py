@@ -102,6 +102,25 @@ accounts once the history is in (the desk cannot change one)."""
 SET_DATE = "set_date"
 """A history step that is no tool: the business date of the calls that follow (``{"date": "YYYY-MM-DD"}``)."""
 
+PRICE_LISTS = (
+    (
+        1,
+        "Wholesale",
+        ((None, 50, "0.8"), (None, 10, "0.9"), (6, None, "0.95"), (None, None, "1")),
+    ),
+    (2, "Trade Partner", ((2, None, "0.85"), (None, 20, "0.9"), (None, None, "0.95"))),
+)
+"""(id, name, lines): the sale price lists, each line ``(product id or None, from quantity or None, factor of the
+list price)``, tried in order (the first that matches prices the line; the last matches anything). Wholesale: 20%
+off from 50 units, 10% off from 10, 5% off printer paper, else the list price; Trade Partner: 15% off standing
+desks, 10% off from 20 units, else 5% off."""
+
+_PRICE_LIST_CUSTOMERS = (
+    ("Atlas Office Wholesale", 1, ("410 Commerce Dr", "Springfield", "62704")),
+    ("Beacon Trade Partners", 2, ("78 Harbor Way", "Lakeside", "53012")),
+)
+"""(name, price list id, address): the customers on a price list, created after everyone else (on Net 30)."""
+
 _INTERESTS = (
     "office refurbishment",
     "new branch fit-out",
@@ -128,6 +147,12 @@ class Master:
     """(id, name, days)"""
     party_terms: dict[int, int] = field(default_factory=dict)
     """customer party id -> payment term id"""
+    price_lists: tuple[tuple[int, str], ...] = ()
+    """(id, name)"""
+    price_list_lines: tuple[tuple[int, int, int, int | None, int | None, str, str], ...] = ()
+    """(id, price_list_id, sequence, product_id, quantity, formula, factor)"""
+    party_price_lists: dict[int, int] = field(default_factory=dict)
+    """customer party id -> sale price list id (customers without one buy at list prices)"""
 
 
 def master_data(rng: random.Random, scale: float) -> Master:
@@ -323,7 +348,38 @@ def build(rng: random.Random, scale: float) -> tuple[Master, list[ToolCall]]:
     """The master data and the history for one ``(data_seed, scale)``."""
     master = master_data(rng, scale)
     calls = history(rng, master)
-    return master, calls + credit_limits(master, calls)
+    limits = credit_limits(master, calls)
+    price_lists(master)
+    return master, calls + limits
+
+
+def formula(factor: str) -> str:
+    """A price list line's formula (the real system's expression) for a factor of the list price."""
+    return "unit_price" if Decimal(factor) == 1 else f"unit_price * Decimal('{factor}')"
+
+
+def price_lists(master: Master) -> None:
+    """Add the sale price lists and the customers on them to the master data.
+
+    They come after every draw of the seeded generator and after every other
+    customer, address and contact (ids follow), with no history of their own:
+    the rest of the world is what it was without them.
+    """
+    rows: list[tuple[int, str]] = []
+    lines: list[tuple[int, int, int, int | None, int | None, str, str]] = []
+    for plid, name, rules in PRICE_LISTS:
+        rows.append((plid, name))
+        for seq, (product, quantity, factor) in enumerate(rules, start=1):
+            lines.append((len(lines) + 1, plid, seq, product, quantity, formula(factor), factor))
+    master.price_lists, master.price_list_lines = tuple(rows), tuple(lines)
+    for name, plid, (street, city, postal) in _PRICE_LIST_CUSTOMERS:
+        pid = max(p[0] for p in master.parties) + 1
+        master.parties.append((pid, str(pid), name, "customer"))
+        master.party_terms[pid] = 4
+        master.party_price_lists[pid] = plid
+        master.addresses.append((len(master.addresses) + 1, pid, street, city, postal))
+        slug = "".join(ch for ch in name.lower() if ch.isalpha())[:12]
+        master.contacts.append((len(master.contacts) + 1, pid, "email", f"orders@{slug}.example"))
 
 
 def _hundreds(value: Decimal) -> Decimal:
@@ -374,9 +430,11 @@ def _load(
 ) -> None:
     conn.executescript(SCHEMA.read_text(encoding="utf-8"))
     conn.executemany("INSERT INTO payment_terms (id, name, days) VALUES (?,?,?)", master.payment_terms)
+    conn.executemany("INSERT INTO price_lists (id, name) VALUES (?,?)", master.price_lists)
+    conn.executemany("INSERT INTO price_list_lines VALUES (?,?,?,?,?,?,?)", master.price_list_lines)
     conn.executemany(
-        "INSERT INTO parties (id, code, name, role, payment_term_id) VALUES (?,?,?,?,?)",
-        [(*p, master.party_terms.get(p[0])) for p in master.parties],
+        "INSERT INTO parties (id, code, name, role, payment_term_id, price_list_id) VALUES (?,?,?,?,?,?)",
+        [(*p, master.party_terms.get(p[0]), master.party_price_lists.get(p[0])) for p in master.parties],
     )
     conn.executemany("INSERT INTO addresses VALUES (?,?,?,?,?)", master.addresses)
     conn.executemany("INSERT INTO contacts VALUES (?,?,?,?)", master.contacts)

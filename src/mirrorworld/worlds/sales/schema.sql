@@ -11,13 +11,33 @@ CREATE TABLE payment_terms (
     days  INTEGER NOT NULL CHECK (days >= 0)
 );
 
+-- Sale price lists (the real system's product price lists): a line's unit price is the first matching line's
+-- formula (``unit_price`` is the product's list price) rounded half-to-even to 4 decimals. A line matches a
+-- product (NULL: any) from a quantity (NULL: any); lines are tried by sequence.
+CREATE TABLE price_lists (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL
+);
+
+CREATE TABLE price_list_lines (
+    id            INTEGER PRIMARY KEY,
+    price_list_id INTEGER NOT NULL REFERENCES price_lists(id),
+    sequence      INTEGER NOT NULL,
+    product_id    INTEGER REFERENCES products(id),
+    quantity      INTEGER,                 -- applies from this quantity up (NULL: any)
+    formula       TEXT NOT NULL,           -- as the real system evaluates it
+    factor        TEXT NOT NULL            -- the formula's factor of the list price
+);
+CREATE INDEX price_list_lines_list ON price_list_lines(price_list_id, sequence, id);
+
 CREATE TABLE parties (
     id      INTEGER PRIMARY KEY,
     code    TEXT NOT NULL UNIQUE,
     name    TEXT NOT NULL,
     role    TEXT NOT NULL CHECK (role IN ('company', 'employee', 'customer')),
     payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's payment term (none: due at once)
-    credit_limit    TEXT  -- the most the customer may owe, orders not yet invoiced included (NULL: no limit)
+    credit_limit    TEXT,  -- the most the customer may owe, orders not yet invoiced included (NULL: no limit)
+    price_list_id   INTEGER REFERENCES price_lists(id)  -- the customer's sale price list (NULL: list prices)
 );
 
 CREATE TABLE addresses (
@@ -66,9 +86,12 @@ CREATE TABLE sales (
     shipment_state  TEXT NOT NULL,
     opportunity_id  INTEGER REFERENCES opportunities(id),  -- the opportunity converted into this sale
     amounts_cache   TEXT,  -- "untaxed tax total" frozen when the sale was cancelled (cleared when reset to draft)
-    payment_term_id INTEGER REFERENCES payment_terms(id)  -- the customer's term when the sale was created
+    payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's term when the sale was created
+    price_list_id   INTEGER REFERENCES price_lists(id),    -- the customer's price list when the sale was created
+    return_of       INTEGER REFERENCES sales(id)           -- a return sale: the sale it returns (negative lines)
 );
 CREATE INDEX sales_party ON sales(party_id);
+CREATE INDEX sales_return_of ON sales(return_of);
 CREATE INDEX sales_opportunity ON sales(opportunity_id);
 
 CREATE TABLE sale_lines (
@@ -108,6 +131,27 @@ CREATE TABLE shipment_moves (
 CREATE INDEX shipment_moves_shipment ON shipment_moves(shipment_id);
 CREATE INDEX shipment_moves_line ON shipment_moves(line_id);
 CREATE INDEX shipment_moves_sale ON shipment_moves(sale_id);
+
+-- Customer return shipments (the real system's own kind, numbered apart from shipments): what a return sale
+-- takes back, ``draft`` until received into the warehouse (``done``: stock back on hand).
+CREATE TABLE return_shipments (
+    id       INTEGER PRIMARY KEY,
+    sale_id  INTEGER NOT NULL REFERENCES sales(id),
+    state    TEXT NOT NULL CHECK (state IN ('draft', 'received', 'done', 'cancelled'))
+);
+CREATE INDEX return_shipments_sale ON return_shipments(sale_id);
+
+CREATE TABLE return_moves (
+    id          INTEGER PRIMARY KEY,
+    shipment_id INTEGER NOT NULL REFERENCES return_shipments(id),
+    sale_id     INTEGER NOT NULL REFERENCES sales(id),
+    line_id     INTEGER NOT NULL REFERENCES sale_lines(id),
+    product_id  INTEGER NOT NULL REFERENCES products(id),
+    quantity    INTEGER NOT NULL CHECK (quantity > 0)
+);
+CREATE INDEX return_moves_shipment ON return_moves(shipment_id);
+CREATE INDEX return_moves_line ON return_moves(line_id);
+CREATE INDEX return_moves_sale ON return_moves(sale_id);
 
 CREATE TABLE invoices (
     id            INTEGER PRIMARY KEY,

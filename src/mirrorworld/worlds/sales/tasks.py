@@ -21,7 +21,7 @@ from mirrorworld.core.task import Check, EntityRef, Fact, Task, TaskFamily, Tool
 from mirrorworld.core.tools import json_number
 from mirrorworld.errors import TaskError
 from mirrorworld.worlds.sales.rules import PARAMETERS, WRITEOFF_MAX, amounts, money, unit_price
-from mirrorworld.worlds.sales.tools import ConnDb, credit_amount
+from mirrorworld.worlds.sales.tools import ConnDb, credit_amount, price_list_price
 
 WORLD = "sales"
 
@@ -45,6 +45,10 @@ def _within_credit(image: Image, party_id: int, untaxed: Decimal) -> bool:
     """Whether confirming an order of ``untaxed`` keeps the customer within their credit limit."""
     room = _credit_room(image).get(party_id)
     return room is None or untaxed <= room
+
+
+_LIST_PRICE_CUSTOMERS = "SELECT id FROM parties WHERE role='customer' AND price_list_id IS NULL ORDER BY id"
+"""The customers buying at list prices (the families that draw any customer leave those on a price list to theirs)."""
 
 
 def _pick(rng: random.Random, rows: Sequence[tuple[Any, ...]], family: str) -> tuple[Any, ...]:
@@ -110,7 +114,7 @@ class AddContact(TaskFamily):
     description = "A customer gives a new email address for their account: add it as a contact."
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
-        (pid,) = _pick(rng, image.query("SELECT id FROM parties WHERE role='customer' ORDER BY id"), self.name)
+        (pid,) = _pick(rng, image.query(_LIST_PRICE_CUSTOMERS), self.name)
         box = rng.choice(("billing", "purchasing", "accounts", "office"))
         email = f"{box}{rng.randint(2, 99)}@{_party(image, pid).split()[0].lower()}-mail.example"
         return _task(
@@ -138,7 +142,7 @@ class NewLead(TaskFamily):
     description = "A customer mentions a project with a budget: record it as a lead and give its number."
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
-        (pid,) = _pick(rng, image.query("SELECT id FROM parties WHERE role='customer' ORDER BY id"), self.name)
+        (pid,) = _pick(rng, image.query(_LIST_PRICE_CUSTOMERS), self.name)
         oid, number = _next_id(image, "opportunities"), _next_number(image, "opportunity")
         amount = money(Decimal(rng.randint(4, 120) * 250))
         topic = rng.choice(("new office furniture", "printer replacement", "a warehouse fit-out", "conference rooms"))
@@ -220,7 +224,7 @@ class _QuoteFamily(TaskFamily):
 
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
         parties = image.query(
-            "SELECT p.id FROM parties p WHERE p.role='customer' AND EXISTS "
+            "SELECT p.id FROM parties p WHERE p.role='customer' AND p.price_list_id IS NULL AND EXISTS "
             "(SELECT 1 FROM addresses a WHERE a.party_id=p.id) ORDER BY p.id"
         )
         (pid,) = _pick(rng, parties, self.name)
@@ -912,6 +916,182 @@ class PayThenConfirm(TaskFamily):
         )
 
 
+def _on_price_list(image: Image) -> Sequence[tuple[Any, ...]]:
+    """(party id, price list id, price list name) of every customer on a price list with an address."""
+    return image.query(
+        "SELECT p.id, l.id, l.name FROM parties p JOIN price_lists l ON l.id = p.price_list_id "
+        "WHERE EXISTS (SELECT 1 FROM addresses a WHERE a.party_id=p.id) ORDER BY p.id"
+    )
+
+
+def _list_price(image: Image, price_list_id: int, product_id: int, quantity: int) -> Decimal:
+    """The unit price a price list gives a product for a quantity (the mirror's own computation, on the image)."""
+    conn = image.acquire()
+    try:
+        db = ConnDb(conn)
+        product = db.one("SELECT id, list_price FROM products WHERE id=?", (product_id,))
+        assert product is not None
+        return price_list_price(db, price_list_id, product, quantity)
+    finally:
+        image.release(conn)
+
+
+_TIERS = (3, 8, 10, 12, 20, 24, 50, 60)
+"""Quantities the price-list families ask for (either side of the lists' quantity rules)."""
+
+
+class PriceListQuotation(TaskFamily):
+    name = "price_list_quotation"
+    description = (
+        "A customer on a price list asks for a quotation and for a further discount on top: quote at their price "
+        "list's prices (lines without a discount), add no discount the manager did not approve, give the total."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        pid, plid, plname = _pick(rng, _on_price_list(image), self.name)
+        (p1, n1, _lp1), (p2, n2, _lp2) = rng.sample(_products(image), 2)
+        q1, q2 = rng.choice(_TIERS), rng.randint(1, 6)
+        u1, u2 = _list_price(image, plid, p1, q1), _list_price(image, plid, p2, q2)
+        sid, number = _next_id(image, "sales"), _next_number(image, "sale")
+        untaxed, tax, total = amounts([(q1, u1), (q2, u2)], self.param("tax_rounding"))
+        extra = rng.choice((5, 8, 10))
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                f"Please send us a quote for {q1} x {n1} and {q2} x {n2}. Could you also take another {extra}% off "
+                "on top of our usual prices?",
+            ),
+            [
+                ToolCall("get_party", {"party_id": pid}),
+                ToolCall("create_quotation", {"party_id": pid}),
+                ToolCall("get_sale", {"sale_id": sid}),
+                ToolCall("add_line", {"sale_id": sid, "product_id": p1, "quantity": q1}),
+                ToolCall("add_line", {"sale_id": sid, "product_id": p2, "quantity": q2}),
+                ToolCall("quote_sale", {"sale_id": sid}),
+                ToolCall(
+                    "respond",
+                    {
+                        "message": f"Your quotation {number} is at your {plname} prices and totals ${total} "
+                        f"including ${tax} VAT; your price list already gives your agreed prices, so no further "
+                        "discount can be added on top of it."
+                    },
+                ),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [
+                _field("quoted", "sales", sid, "state", "quotation"),
+                _field("numbered", "sales", sid, "number", number),
+                _field("on the price list", "sales", sid, "price_list_id", plid),
+                Check("two lines", "count", {"table": "sale_lines", "where": {"sale_id": sid}, "min": 2, "max": 2}),
+                Check(
+                    "price list prices",
+                    "count",
+                    {
+                        "table": "sale_lines",
+                        "where": {"sale_id": sid, "product_id": p1, "unit_price": str(u1)},
+                        "min": 1,
+                    },
+                ),
+            ],
+            (Fact("quotation number", number, "id"), Fact("total", total, "money", (untaxed,))),
+        )
+
+
+class PriceQuestion(TaskFamily):
+    name = "price_question"
+    description = "A customer on a price list asks what unit price they would pay for a quantity: answer from it."
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        pid, plid, plname = _pick(rng, _on_price_list(image), self.name)
+        p1, n1, lp1 = rng.choice(_products(image))
+        q1 = rng.choice(_TIERS)
+        price = _list_price(image, plid, p1, q1)
+        return _task(
+            self,
+            seed,
+            _customer_says(image, pid, f"If we ordered {q1} x {n1}, what unit price would we pay?"),
+            [
+                ToolCall("quote_price", {"party_id": pid, "product_id": p1, "quantity": q1}),
+                ToolCall(
+                    "respond",
+                    {"message": f"For {q1} x {n1} your {plname} price is ${price} per unit (list price ${lp1})."},
+                ),
+            ],
+            (("party", pid),),
+            (("party", pid),),
+            [],  # a question: nothing changes
+            (Fact("unit price", str(price), "money"),),
+        )
+
+
+class ReturnOrder(TaskFamily):
+    name = "return_order"
+    description = (
+        "A customer sends back a delivered order: return the sale, quote and confirm the return, receive the "
+        "return shipment into stock, post the credit note and give its number and amount."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rows = image.query(
+            "SELECT s.id, s.number, s.party_id FROM sales s WHERE s.state IN ('processing', 'done') "
+            "AND s.shipment_state='sent' AND s.return_of IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM sales r WHERE r.return_of=s.id) ORDER BY s.id"
+        )
+        sid, number, pid = _pick(rng, rows, self.name)
+        lines = image.query("SELECT quantity, unit_price FROM sale_lines WHERE sale_id=? ORDER BY id", (sid,))
+        untaxed, _tax, total = amounts([(-int(q), Decimal(u)) for q, u in lines], self.param("tax_rounding"))
+        rsid, rnumber = _next_id(image, "sales"), _next_number(image, "sale")
+        shipment, invoice = _next_id(image, "return_shipments"), _next_id(image, "invoices")
+        note = _next_number(image, "invoice")
+        credit = money(-Decimal(total))
+        reason = rng.choice(("it arrived damaged", "we ordered the wrong models", "the project was cancelled"))
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                f"We are sending back everything we received on order {number}: {reason}. Please take the return "
+                "and credit us.",
+            ),
+            [
+                ToolCall("return_sale", {"sale_id": sid}),
+                # The read between the return and its quotation keeps the return's creation first.
+                ToolCall("get_sale", {"sale_id": rsid}),
+                ToolCall("quote_sale", {"sale_id": rsid}),
+                ToolCall("confirm_sale", {"sale_id": rsid}),
+                # The confirmation makes the return shipment and the credit note: read them before using them.
+                ToolCall("get_sale", {"sale_id": rsid}),
+                ToolCall("receive_return", {"shipment_id": shipment}),
+                ToolCall("post_invoice", {"invoice_id": invoice}),
+                ToolCall(
+                    "respond",
+                    {
+                        "message": f"We have received your return of order {number} (return {rnumber}); credit note "
+                        f"{note} for ${credit} has been posted to your account."
+                    },
+                ),
+            ],
+            (("party", pid), ("sale", sid), ("sale", rsid)),
+            (("sale", rsid),),
+            [
+                _field("returns the order", "sales", rsid, "return_of", sid),
+                _field("return confirmed", "sales", rsid, "state", "processing"),
+                _field("return received", "return_shipments", shipment, "state", "done"),
+                _field("credit note posted", "invoices", invoice, "state", "posted"),
+                _field("credit note amount", "invoices", invoice, "total", total),
+            ],
+            (
+                Fact("credit note number", note, "id"),
+                Fact("credit amount", credit, "money", (money(-Decimal(untaxed)),)),
+            ),
+        )
+
+
 FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides which task reset(seed=i) plays
     AddContact(),
     NewLead(),
@@ -934,6 +1114,9 @@ FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides wh
     PayOverdue(),
     CreditHold(),
     PayThenConfirm(),
+    PriceListQuotation(),
+    PriceQuestion(),
+    ReturnOrder(),
 )
 for _family in FAMILIES:  # the sales desk's figures until a world binds its own (World.parameters)
     _family.parameters = PARAMETERS

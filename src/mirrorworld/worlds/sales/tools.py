@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import date, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Annotated, Any, Literal, Protocol
 
 from mirrorworld.core.session import ToolContext
@@ -25,6 +25,7 @@ from mirrorworld.core.tools import FREE_TEXT, Ref, ToolSpec, tool
 from mirrorworld.errors import ToolError
 from mirrorworld.worlds.sales.contacts import normalise_contact
 from mirrorworld.worlds.sales.rules import (
+    PRICE_UNIT,
     amounts,
     check_approval_request,
     check_lead_amount,
@@ -207,8 +208,8 @@ def ops_convert_opportunity(db: Db, opportunity_id: int) -> dict[str, Any]:
         raise _refused_click("convert", str(opp["number"]), "Sale Opportunity", "opportunity_workflow")
     cur = db.execute(
         "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, opportunity_id, "
-        "payment_term_id) VALUES (NULL, ?, ?, 'draft', 'none', 'none', ?, "
-        "(SELECT payment_term_id FROM parties WHERE id=?))",
+        "payment_term_id, price_list_id) SELECT NULL, ?, ?, 'draft', 'none', 'none', ?, payment_term_id, "
+        "price_list_id FROM parties WHERE id=?",
         (opp["party_id"], opp["description"], opportunity_id, opp["party_id"]),
     )
     db.execute("UPDATE opportunities SET state='converted' WHERE id=?", (opportunity_id,))
@@ -251,9 +252,10 @@ def _process_opportunity(db: Db, sale_id: int) -> None:
 def ops_create_quotation(db: Db, party_id: int, description: str) -> dict[str, Any]:
     _get(db, "parties", "party", party_id)
     description = clean_text(description, "description", 200)
-    cur = db.execute(  # the sale takes the customer's payment term, as Tryton's on_change_party does
-        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, payment_term_id) "
-        "VALUES (NULL, ?, ?, 'draft', 'none', 'none', (SELECT payment_term_id FROM parties WHERE id=?))",
+    cur = db.execute(  # the sale takes the customer's payment term and price list, as Tryton's on_change_party does
+        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, payment_term_id, "
+        "price_list_id) SELECT NULL, ?, ?, 'draft', 'none', 'none', payment_term_id, price_list_id FROM parties "
+        "WHERE id=?",
         (party_id, description, party_id),
     )
     return {"sale_id": int(cur.lastrowid or 0), "state": "draft"}
@@ -285,11 +287,34 @@ def _best_approval(db: Db, sale_id: int) -> Decimal | None:
     return max((Decimal(r[0]) for r in rows), default=None)
 
 
-def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount: Decimal) -> dict[str, Any]:
+def price_list_price(db: Db, price_list_id: int | None, product: dict[str, Any], quantity: int) -> Decimal:
+    """A product's unit price for ``quantity`` on a price list, as the real system's price list computes it: the
+    first line by sequence whose product (if any) is this one and whose quantity (if any) is at most ``quantity``
+    gives the list price times its factor, rounded half-to-even to 4 decimals; no price list: the list price."""
+    list_price = Decimal(product["list_price"])
+    if price_list_id is None:
+        return list_price
+    row = db.one(
+        "SELECT factor FROM price_list_lines WHERE price_list_id=? AND (product_id IS NULL OR product_id=?) "
+        "AND (quantity IS NULL OR quantity<=?) ORDER BY sequence, id LIMIT 1",
+        (price_list_id, product["id"], quantity),
+    )
+    if row is None:  # pragma: no cover - every price list of the world ends with a line matching anything
+        raise RuntimeError(f"price list {price_list_id} has no line for product {product['id']}")
+    return (list_price * Decimal(row["factor"])).quantize(PRICE_UNIT, rounding=ROUND_HALF_EVEN)
+
+
+def ops_add_line(
+    db: Db, sale_id: int, product_id: int, quantity: int, discount: Decimal | None = None
+) -> dict[str, Any]:
+    """Add a line priced as the real system prices it: its sale's price list price for the product and quantity
+    (the list price without a price list); a ``discount`` given replaces that price with the list price less the
+    discount (sale_discount's rate is always taken off the base price, the list price)."""
     sale = _get(db, "sales", "sale", sale_id)
     product = _get(db, "products", "product", product_id)
     check_quantity(quantity)
-    check_line_discount(discount, lambda: _best_approval(db, sale_id))
+    if discount is not None:
+        check_line_discount(discount, lambda: _best_approval(db, sale_id))
     if sale["state"] != "draft":  # the real system refuses the new line when it saves it
         raise ToolError(
             "invalid_state",
@@ -297,7 +322,10 @@ def ops_add_line(db: Db, sale_id: int, product_id: int, quantity: int, discount:
             rule="sale_workflow",
         )
     list_price = Decimal(product["list_price"])
-    price = unit_price(list_price, discount)
+    if discount is None:
+        price = price_list_price(db, sale["price_list_id"], product, quantity)
+    else:
+        price = unit_price(list_price, discount)
     line_id = _draw_id(db, "sale_line")
     db.execute(
         "INSERT INTO sale_lines (id, sale_id, product_id, quantity, unit_price, discount) VALUES (?,?,?,?,?,?)",
@@ -333,8 +361,9 @@ def ops_quote(db: Db, sale_id: int) -> dict[str, Any]:
 def credit_amount(db: Db, party_id: int) -> Decimal:
     """What counts against a customer's credit limit, as the real system's credit-limit modules count it: their
     balance on the books plus, for every sale confirmed or processing, the untaxed value of the lines no posted
-    invoice carries yet (an order invoiced in one document: all its lines until that invoice is posted), summed
-    unrounded per sale and rounded half-to-even to the cent as each sale is added."""
+    invoice carries yet (an order invoiced in one document: all its lines until that invoice is posted; returned
+    lines, with negative quantities, do not count), summed unrounded per sale and rounded half-to-even to the cent
+    as each sale is added."""
     total = party_balance(db, party_id)
     sales = db.all(
         "SELECT id FROM sales WHERE party_id=? AND state IN ('confirmed', 'processing') ORDER BY id", (party_id,)
@@ -346,7 +375,7 @@ def credit_amount(db: Db, party_id: int) -> Decimal:
         )
         if invoiced is not None:
             continue
-        open_value = sum((q * Decimal(u) for q, u in _priced_lines(db, sale["id"])), Decimal(0))
+        open_value = sum((q * Decimal(u) for q, u in _priced_lines(db, sale["id"]) if q > 0), Decimal(0))
         total = Decimal(money(total + open_value))
     return total
 
@@ -374,17 +403,27 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
     untaxed, tax, total = amounts(lines, tax_rounding(db))
     check_credit_limit(db, sale, Decimal(untaxed))
     if lines:
-        db.execute(
+        db.execute(  # one invoice for the order (a credit note, negative, for a return)
             "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid) "
             "VALUES (?, NULL, 'draft', ?, ?, ?, '0.00')",
             (sale_id, untaxed, tax, total),
         )
-        shipment = db.execute("INSERT INTO shipments (sale_id, state) VALUES (?, 'waiting')", (sale_id,)).lastrowid
-        db.execute(
-            "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity) "
-            "SELECT ?, sale_id, id, product_id, quantity FROM sale_lines WHERE sale_id=? ORDER BY id",
-            (shipment, sale_id),
-        )
+        if any(q > 0 for q, _u in lines):
+            shipment = db.execute("INSERT INTO shipments (sale_id, state) VALUES (?, 'waiting')", (sale_id,)).lastrowid
+            db.execute(
+                "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity) "
+                "SELECT ?, sale_id, id, product_id, quantity FROM sale_lines WHERE sale_id=? AND quantity > 0 "
+                "ORDER BY id",
+                (shipment, sale_id),
+            )
+        if any(q < 0 for q, _u in lines):  # returned lines come back on a customer return shipment
+            back = db.execute("INSERT INTO return_shipments (sale_id, state) VALUES (?, 'draft')", (sale_id,)).lastrowid
+            db.execute(
+                "INSERT INTO return_moves (shipment_id, sale_id, line_id, product_id, quantity) "
+                "SELECT ?, sale_id, id, product_id, -quantity FROM sale_lines WHERE sale_id=? AND quantity < 0 "
+                "ORDER BY id",
+                (back, sale_id),
+            )
         db.execute(
             "UPDATE sales SET state='processing', invoice_state='pending', shipment_state='waiting' WHERE id=?",
             (sale_id,),
@@ -395,6 +434,73 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
         state = "done"
     _process_opportunity(db, sale_id)
     return {"sale_id": sale_id, "number": sale["number"], "state": state, "total_amount": total}
+
+
+RETURNABLE = ("processing", "done")
+"""The states of a sale the desk returns (the real system's return wizard copies a sale in any state)."""
+
+
+def return_refusal(name: str, state: str) -> ToolError | None:
+    """The desk's refusal to return a sale that is not processing or done (shared by the mirror and the twin)."""
+    if state in RETURNABLE:
+        return None
+    return ToolError(
+        "invalid_state", f"sale {name} is {state}; only a processing or done sale is returned", rule="sale_return"
+    )
+
+
+def ops_return(db: Db, sale_id: int) -> dict[str, Any]:
+    """Return a sale as the real system's return wizard does: a draft copy of it (its customer, description,
+    payment term and price list) whose lines are the sale's with their quantities negated, at the same prices."""
+    sale = _get(db, "sales", "sale", sale_id)
+    refusal = return_refusal(_sale_name(sale), sale["state"])
+    if refusal is not None:
+        raise refusal
+    cur = db.execute(
+        "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, payment_term_id, "
+        "price_list_id, return_of) SELECT NULL, party_id, description, 'draft', 'none', 'none', payment_term_id, "
+        "price_list_id, id FROM sales WHERE id=?",
+        (sale_id,),
+    )
+    new = int(cur.lastrowid or 0)
+    for line in db.all(
+        "SELECT product_id, quantity, unit_price, discount FROM sale_lines WHERE sale_id=? ORDER BY id", (sale_id,)
+    ):
+        db.execute(
+            "INSERT INTO sale_lines (id, sale_id, product_id, quantity, unit_price, discount) VALUES (?,?,?,?,?,?)",
+            (
+                _draw_id(db, "sale_line"),
+                new,
+                line["product_id"],
+                -line["quantity"],
+                line["unit_price"],
+                line["discount"],
+            ),
+        )
+    untaxed, tax, total = sale_amounts(db, new)
+    return {
+        "sale_id": new,
+        "return_of": sale_id,
+        "state": "draft",
+        "untaxed_amount": untaxed,
+        "tax_amount": tax,
+        "total_amount": total,
+    }
+
+
+def ops_receive_return(db: Db, shipment_id: int) -> dict[str, Any]:
+    """Receive a draft customer return shipment and put it away, as the real system's receive then done: its
+    products are back on hand and its sale counts them as shipped back."""
+    shipment = _get(db, "return_shipments", "return shipment", shipment_id)
+    if shipment["state"] != "draft":
+        raise _refused_click("receive", str(shipment_id), "Stock Shipment Out Return", "sale_workflow")
+    for m in db.all("SELECT product_id, quantity FROM return_moves WHERE shipment_id=? ORDER BY id", (shipment_id,)):
+        db.execute("UPDATE products SET on_hand=on_hand+? WHERE id=?", (m["quantity"], m["product_id"]))
+    db.execute("UPDATE return_shipments SET state='done' WHERE id=?", (shipment_id,))
+    sale_id = shipment["sale_id"]
+    db.execute("UPDATE sales SET shipment_state=? WHERE id=?", (shipment_state(db, sale_id), sale_id))
+    _maybe_done(db, sale_id)
+    return {"shipment_id": shipment_id, "state": "done", "sale_id": sale_id}
 
 
 def ops_cancel(db: Db, sale_id: int) -> dict[str, Any]:
@@ -492,13 +598,34 @@ def ops_ship(db: Db, shipment_id: int, partial: bool = False) -> dict[str, Any]:
         else:
             db.execute("DELETE FROM shipment_moves WHERE id=?", (m["id"],))
     db.execute("UPDATE shipments SET state='done' WHERE id=?", (shipment_id,))
-    state = "partially shipped" if backorder is not None else "sent"
-    db.execute("UPDATE sales SET shipment_state=? WHERE id=?", (state, shipment["sale_id"]))
+    db.execute(
+        "UPDATE sales SET shipment_state=? WHERE id=?", (shipment_state(db, shipment["sale_id"]), shipment["sale_id"])
+    )
     _maybe_done(db, shipment["sale_id"])
     out: dict[str, Any] = {"shipment_id": shipment_id, "state": "done"}
     if partial:
         out["backorder_id"] = backorder
     return out
+
+
+def shipment_state(db: Db, sale_id: int) -> str:
+    """A sale's shipment state from its lines' moves, as the real system derives it: ``sent`` once every line's
+    quantity has moved (shipped out, or received back for a returned line), ``partially shipped`` while only some
+    has, ``waiting`` before."""
+    done = dict(
+        db.execute(
+            "SELECT m.line_id, SUM(m.quantity) FROM shipment_moves m JOIN shipments sh ON sh.id = m.shipment_id "
+            "WHERE m.sale_id=? AND sh.state='done' GROUP BY m.line_id UNION ALL "
+            "SELECT m.line_id, SUM(m.quantity) FROM return_moves m JOIN return_shipments r ON r.id = m.shipment_id "
+            "WHERE m.sale_id=? AND r.state='done' GROUP BY m.line_id",
+            (sale_id, sale_id),
+        ).fetchall()
+    )
+    lines = db.execute("SELECT id, quantity FROM sale_lines WHERE sale_id=?", (sale_id,)).fetchall()
+    moved = [done.get(i, 0) / abs(q) for i, q in lines]
+    if all(p >= 1 for p in moved):
+        return "sent"
+    return "partially shipped" if any(moved) else "waiting"
 
 
 def stock_shortage(shipment_id: int, moves: list[dict[str, Any]], partial: bool) -> str:
@@ -593,7 +720,7 @@ def ops_pay(db: Db, invoice_id: int, amount: Decimal, settle: str = "partial") -
     name = _invoice_name(inv)
     if inv["state"] != "posted":
         raise _refused_click("pay", name, "Account Invoice", "sale_workflow")
-    if inv["credit_of"] is not None:
+    if is_credit_note(inv):
         raise credit_note_paid(name)
     due = amount_due(inv)
     if settle == "writeoff" and amount != due:
@@ -667,7 +794,7 @@ def ops_credit(db: Db, invoice_id: int) -> dict[str, Any]:
     paid) the credit note is a draft, to be posted with ``post_invoice``.
     """
     inv = _get(db, "invoices", "invoice", invoice_id)
-    refusal = credit_refusal(_invoice_name(inv), inv["state"], inv["credit_of"] is not None)
+    refusal = credit_refusal(_invoice_name(inv), inv["state"], is_credit_note(inv))
     if refusal is not None:
         raise refusal
     refund = inv["state"] == "posted" and Decimal(inv["paid"]) == 0
@@ -719,9 +846,9 @@ def search_parties(ctx: ToolContext, query: str) -> dict[str, Any]:
 
 @tool("read")
 def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
-    """Open a customer: payment term, credit limit, address, contact mechanisms, leads, sales, balance (what they
-    owe; negative: credit) and credit amount (the balance plus confirmed orders not yet invoiced: what counts
-    against the credit limit).
+    """Open a customer: payment term, credit limit, sale price list, address, contact mechanisms, leads, sales,
+    balance (what they owe; negative: credit) and credit amount (the balance plus confirmed orders not yet
+    invoiced: what counts against the credit limit).
 
     Args:
         party_id: The party's id.
@@ -741,6 +868,8 @@ def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
             "payment_term_id": party["payment_term_id"],
             "payment_term": term["name"] if term else None,
             "credit_limit": party["credit_limit"],
+            "price_list_id": party["price_list_id"],
+            "price_list": _price_list_name(ctx, party["price_list_id"]),
         },
         "address": address,
         "contacts": contacts,
@@ -748,6 +877,41 @@ def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
         "sales": sales,
         "balance": money(party_balance(ctx, party_id)),
         "credit_amount": money(credit_amount(ctx, party_id)),
+    }
+
+
+def _price_list_name(db: Db, price_list_id: int | None) -> str | None:
+    row = db.one("SELECT name FROM price_lists WHERE id=?", (price_list_id,)) if price_list_id is not None else None
+    return str(row["name"]) if row is not None else None
+
+
+@tool("read")
+def quote_price(ctx: ToolContext, party_id: PartyId, product_id: ProductId, quantity: int) -> dict[str, Any]:
+    """The unit price a customer's new sale line gets for a product and quantity, from their price list.
+
+    Returns the list price, the customer's price list (null: none, they buy at
+    list prices), the unit price it gives for that quantity and the discount
+    that price is off the list price, in percent.
+
+    Args:
+        party_id: The customer's party id.
+        product_id: The product's id.
+        quantity: How many units (a whole number, at least 1).
+    """
+    party = _get(ctx, "parties", "party", party_id)
+    product = _get(ctx, "products", "product", product_id)
+    check_quantity(quantity)
+    list_price = Decimal(product["list_price"])
+    price = price_list_price(ctx, party["price_list_id"], product, quantity)
+    return {
+        "party_id": party_id,
+        "product_id": product_id,
+        "quantity": quantity,
+        "price_list_id": party["price_list_id"],
+        "price_list": _price_list_name(ctx, party["price_list_id"]),
+        "list_price": price_text(list_price),
+        "unit_price": price_text(price),
+        "discount": money(discount_read_back(list_price, price)),
     }
 
 
@@ -808,6 +972,7 @@ def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
         "lines": lines,
         "approvals": ctx.all("SELECT id, discount, reason FROM approvals WHERE sale_id=? ORDER BY id", (sale_id,)),
         "shipments": _shipments(ctx, sale_id),
+        "returns": _returns(ctx, sale_id),
         "invoices": ctx.all(
             "SELECT id, number, state, total FROM invoices WHERE sale_id=? AND credit_of IS NULL ORDER BY id",
             (sale_id,),
@@ -818,6 +983,18 @@ def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
             (sale_id,),
         ),
     }
+
+
+def _returns(db: Db, sale_id: int) -> list[dict[str, Any]]:
+    """A return sale's customer return shipments with what each takes back (moves by product and quantity)."""
+    out = []
+    for sh in db.all("SELECT id, state FROM return_shipments WHERE sale_id=? ORDER BY id", (sale_id,)):
+        moves = db.all(
+            "SELECT product_id, quantity FROM return_moves WHERE shipment_id=? ORDER BY product_id, quantity",
+            (sh["id"],),
+        )
+        out.append({**sh, "moves": moves})
+    return out
 
 
 def _shipments(db: Db, sale_id: int) -> list[dict[str, Any]]:
@@ -872,11 +1049,17 @@ def get_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
             "due_date": inv["due_date"],
             "amount_due": money(due),
             "overdue": is_overdue(inv, business_date(ctx)),
-            "type": "invoice" if inv["credit_of"] is None else "credit_note",
+            "type": "credit_note" if is_credit_note(inv) else "invoice",
             "credit_of": inv["credit_of"],
             "credit_notes": notes,
         }
     }
+
+
+def is_credit_note(inv: dict[str, Any]) -> bool:
+    """A credit note: one crediting an invoice, or a return sale's document (negative, as the real system names a
+    customer invoice whose total is below zero)."""
+    return inv["credit_of"] is not None or Decimal(inv["total"]) < 0
 
 
 def is_overdue(inv: dict[str, Any], today: str) -> bool:
@@ -1013,9 +1196,14 @@ def request_discount_approval(ctx: ToolContext, sale_id: SaleId, discount: Decim
 
 @tool("write")
 def add_line(
-    ctx: ToolContext, sale_id: SaleId, product_id: ProductId, quantity: int, discount: Decimal = Decimal(0)
+    ctx: ToolContext, sale_id: SaleId, product_id: ProductId, quantity: int, discount: Decimal | None = None
 ) -> dict[str, Any]:
     """Add a product line to a draft sale; returns the unit price and the sale's new amounts.
+
+    Without a discount the unit price is the sale's price list price for the
+    product and quantity (see quote_price), or the list price when the sale
+    has no price list. A discount replaces it: the unit price is then the list
+    price less the discount, whatever the price list gives.
 
     Args:
         sale_id: The draft sale's id.
@@ -1144,6 +1332,28 @@ def credit_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
     return ops_credit(ctx, invoice_id)
 
 
+@tool("write")
+def return_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
+    """Start a customer return of a processing or done sale: a new draft sale with the same lines at negative
+    quantities (remove the lines not returned). Quote and confirm it: confirming creates the customer return
+    shipment to receive (receive_return) and the credit note (a negative invoice) to post.
+
+    Args:
+        sale_id: The id of the sale the customer returns goods from.
+    """
+    return ops_return(ctx, sale_id)
+
+
+@tool("write")
+def receive_return(ctx: ToolContext, shipment_id: Annotated[int, Ref("return_shipments")]) -> dict[str, Any]:
+    """Receive a customer return shipment (draft) into the warehouse: its products are back in stock.
+
+    Args:
+        shipment_id: The return shipment's id (get_sale of the return sale lists it under returns).
+    """
+    return ops_receive_return(ctx, shipment_id)
+
+
 @tool("terminal")
 def respond(ctx: ToolContext, message: Prose) -> dict[str, Any]:
     """Send the final message to the customer (or report to your lead) and end the conversation.
@@ -1187,4 +1397,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     reopen_sale,
     credit_invoice,
     list_overdue_invoices,
+    quote_price,
+    return_sale,
+    receive_return,
 )

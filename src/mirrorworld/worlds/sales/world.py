@@ -35,6 +35,8 @@ _OWNERS: dict[str, tuple[str, str]] = {
     "approvals": ("sale", "sale_id"),
     "shipments": ("sale", "sale_id"),
     "shipment_moves": ("sale", "sale_id"),
+    "return_shipments": ("sale", "sale_id"),
+    "return_moves": ("sale", "sale_id"),
     "invoices": ("sale", "sale_id"),
 }
 
@@ -46,11 +48,11 @@ def _dec(value: Any) -> str:
 
 
 def _party_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
-    row = db.execute("SELECT name FROM parties WHERE id=?", (ident,)).fetchone()
+    row = db.execute("SELECT name, price_list_id FROM parties WHERE id=?", (ident,)).fetchone()
     if row is None:
         return None
     contacts = db.execute("SELECT type, value FROM contacts WHERE party_id=? ORDER BY type, value", (ident,))
-    return {"name": row[0], "contacts": [list(c) for c in contacts]}
+    return {"name": row[0], "contacts": [list(c) for c in contacts], "price_list": row[1]}
 
 
 def _opportunity_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
@@ -62,17 +64,21 @@ def _opportunity_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | No
     return {"number": row[0], "party": row[1], "amount": _dec(row[2]), "state": row[3], "reason_given": bool(row[4])}
 
 
-def _moves(db: sqlite3.Connection, shipment_id: int) -> list[list[int]]:
-    rows = db.execute(
-        "SELECT product_id, quantity FROM shipment_moves WHERE shipment_id=? ORDER BY product_id, quantity",
-        (shipment_id,),
-    ).fetchall()
+def _moves(db: sqlite3.Connection, shipment_id: int, table: str = "shipment_moves") -> list[list[int]]:
+    sql = {
+        "shipment_moves": "SELECT product_id, quantity FROM shipment_moves WHERE shipment_id=? ORDER BY product_id, "
+        "quantity",
+        "return_moves": "SELECT product_id, quantity FROM return_moves WHERE shipment_id=? ORDER BY product_id, "
+        "quantity",
+    }[table]
+    rows = db.execute(sql, (shipment_id,)).fetchall()
     return [[p, q] for p, q in rows]
 
 
 def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
     row = db.execute(
-        "SELECT number, party_id, state, invoice_state, shipment_state, opportunity_id FROM sales WHERE id=?",
+        "SELECT number, party_id, state, invoice_state, shipment_state, opportunity_id, price_list_id, return_of "
+        "FROM sales WHERE id=?",
         (ident,),
     ).fetchone()
     if row is None:
@@ -83,6 +89,7 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
     ).fetchall()
     approvals = db.execute("SELECT discount FROM approvals WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
     shipments = db.execute("SELECT id, state FROM shipments WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
+    returns = db.execute("SELECT id, state FROM return_shipments WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
     invoices = db.execute(
         "SELECT number, state, untaxed, tax, total, paid, writeoff, due_date, credit_of IS NOT NULL FROM invoices "
         "WHERE sale_id=? ORDER BY id",
@@ -95,9 +102,12 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
         "invoice_state": row[3],
         "shipment_state": row[4],
         "opportunity": row[5],
+        "price_list": row[6],
+        "return_of": row[7],
         "lines": [[p, q, _dec(u)] for p, q, u in lines],
         "approvals": sorted(_dec(a[0]) for a in approvals),
         "shipments": [[s[1], _moves(db, s[0])] for s in shipments],
+        "returns": [[r[1], _moves(db, r[0], "return_moves")] for r in returns],
         "invoices": [_document(i) for i in invoices if not i[8]],
         "credit_notes": [_document(i) for i in invoices if i[8]],
     }
@@ -130,8 +140,14 @@ def canonical_state(db: sqlite3.Connection) -> dict[str, Any]:
             "WHERE s.state = 'done' GROUP BY m.product_id"
         ).fetchall()
     )
+    returned = dict(
+        db.execute(
+            "SELECT m.product_id, SUM(m.quantity) FROM return_moves m JOIN return_shipments r ON r.id = m.shipment_id "
+            "WHERE r.state = 'done' GROUP BY m.product_id"
+        ).fetchall()
+    )
     for pid, on_hand in db.execute("SELECT id, on_hand FROM products ORDER BY id").fetchall():
-        out[f"product:{pid}"] = {"on_hand": on_hand, "shipped": shipped.get(pid, 0)}
+        out[f"product:{pid}"] = {"on_hand": on_hand, "shipped": shipped.get(pid, 0), "returned": returned.get(pid, 0)}
     out["ledger"] = _ledger(db)
     return out
 
