@@ -209,6 +209,7 @@ PINS = {
             "reopen_sale",
             "credit_invoice",
             "list_overdue_invoices",
+            "set_invoice_method",
         ),
         (
             "add_contact",
@@ -232,6 +233,8 @@ PINS = {
             "pay_overdue",
             "credit_hold",
             "pay_then_confirm",
+            "invoice_on_shipment",
+            "partial_invoice",
         ),
     ),
 }

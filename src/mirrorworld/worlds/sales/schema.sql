@@ -17,7 +17,9 @@ CREATE TABLE parties (
     name    TEXT NOT NULL,
     role    TEXT NOT NULL CHECK (role IN ('company', 'employee', 'customer')),
     payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's payment term (none: due at once)
-    credit_limit    TEXT  -- the most the customer may owe, orders not yet invoiced included (NULL: no limit)
+    credit_limit    TEXT, -- the most the customer may owe, orders not yet invoiced included (NULL: no limit)
+    sale_invoice_method TEXT CHECK (sale_invoice_method IN ('manual', 'order', 'fulfillment'))
+                          -- the invoice method the customer's new sales take (NULL: the company's, 'order')
 );
 
 CREATE TABLE addresses (
@@ -66,7 +68,10 @@ CREATE TABLE sales (
     shipment_state  TEXT NOT NULL,
     opportunity_id  INTEGER REFERENCES opportunities(id),  -- the opportunity converted into this sale
     amounts_cache   TEXT,  -- "untaxed tax total" frozen when the sale was cancelled (cleared when reset to draft)
-    payment_term_id INTEGER REFERENCES payment_terms(id)  -- the customer's term when the sale was created
+    payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's term when the sale was created
+    -- 'order': one invoice for the whole order when it is confirmed; 'fulfillment': an invoice for what each
+    -- shipment sends, when it is sent; 'manual': none made by the system
+    invoice_method  TEXT NOT NULL DEFAULT 'order' CHECK (invoice_method IN ('manual', 'order', 'fulfillment'))
 );
 CREATE INDEX sales_party ON sales(party_id);
 CREATE INDEX sales_opportunity ON sales(opportunity_id);
@@ -97,17 +102,21 @@ CREATE TABLE shipments (
 CREATE INDEX shipments_sale ON shipments(sale_id);
 
 -- What a shipment carries: one move per sale line (a backorder carries what is left of each line).
+-- ``invoice_id``: the invoice whose line bills the move (an order's invoice bills every move of its lines, a
+-- backorder's too; invoiced on fulfillment, a move is billed by the invoice its sending made; NULL: not yet).
 CREATE TABLE shipment_moves (
     id          INTEGER PRIMARY KEY,
     shipment_id INTEGER NOT NULL REFERENCES shipments(id),
     sale_id     INTEGER NOT NULL REFERENCES sales(id),
     line_id     INTEGER NOT NULL REFERENCES sale_lines(id),
     product_id  INTEGER NOT NULL REFERENCES products(id),
-    quantity    INTEGER NOT NULL CHECK (quantity > 0)
+    quantity    INTEGER NOT NULL CHECK (quantity > 0),
+    invoice_id  INTEGER REFERENCES invoices(id)
 );
 CREATE INDEX shipment_moves_shipment ON shipment_moves(shipment_id);
 CREATE INDEX shipment_moves_line ON shipment_moves(line_id);
 CREATE INDEX shipment_moves_sale ON shipment_moves(sale_id);
+CREATE INDEX shipment_moves_invoice ON shipment_moves(invoice_id);
 
 CREATE TABLE invoices (
     id            INTEGER PRIMARY KEY,
