@@ -374,3 +374,86 @@ def test_the_return_family_gold_reaches_its_checks() -> None:
         task = WORLD.task("return_order", seed)
         with WORLD.session(task) as s:
             assert all(s.call(c.tool, c.args).ok for c in task.gold), task.id
+
+
+# -- invoice methods: invoicing on fulfillment -------------------------------------------
+
+
+def test_a_sale_takes_its_customers_invoice_method_and_changes_it_only_as_a_draft() -> None:
+    with WORLD.session() as s:
+        assert _call(s, "get_party", party_id=14)["data"]["party"]["sale_invoice_method"] == "fulfillment"  # type: ignore[index]
+        assert _call(s, "get_party", party_id=3)["data"]["party"]["sale_invoice_method"] is None  # type: ignore[index]
+        sale = _call(s, "create_quotation", party_id=14)["data"]["sale_id"]  # type: ignore[index]
+        assert _call(s, "get_sale", sale_id=sale)["data"]["sale"]["invoice_method"] == "fulfillment"  # type: ignore[index]
+        assert _call(s, "get_sale", sale_id=1)["data"]["sale"]["invoice_method"] == "order"  # type: ignore[index]
+        assert _call(s, "set_invoice_method", sale_id=1, method="fulfillment")["data"]["invoice_method"] == (  # type: ignore[index]
+            "fulfillment"
+        )
+        refused = _call(s, "set_invoice_method", sale_id=8, method="fulfillment")["error"]
+        assert refused == {
+            "code": "invalid_state",
+            "message": 'You are not allowed to modify the field "Invoice Method" in record "2" of "Sale".',
+            "rule": "sale_workflow",
+        }
+        assert _call(s, "set_invoice_method", sale_id=1, method="shipment")["error"]["code"] == "invalid_arguments"  # type: ignore[index]
+
+
+def test_invoiced_on_fulfillment_each_shipment_sent_makes_its_own_invoice() -> None:
+    with WORLD.session() as s:
+        sale = _call(s, "create_quotation", party_id=14)["data"]["sale_id"]  # type: ignore[index]
+        _call(s, "add_line", sale_id=sale, product_id=11, quantity=10)  # 8 on hand: 2 backordered
+        _call(s, "add_line", sale_id=sale, product_id=4, quantity=2)
+        _call(s, "quote_sale", sale_id=sale)
+        assert _call(s, "confirm_sale", sale_id=sale)["ok"]
+        got = _call(s, "get_sale", sale_id=sale)["data"]
+        assert got["invoices"] == [] and got["sale"]["invoice_state"] == "none"  # type: ignore[index]
+        (shipment,) = got["shipments"]  # type: ignore[index]
+        backorder = _call(s, "ship_shipment", shipment_id=shipment["id"], partial=True)["data"]["backorder_id"]  # type: ignore[index]
+        got = _call(s, "get_sale", sale_id=sale)["data"]
+        (first,) = got["invoices"]  # type: ignore[index]
+        # The invoice bills what was sent: 8 label printers and 2 keyboards, not the backorder.
+        assert amounts([(8, Decimal("96.245")), (2, Decimal("38.125"))])[2] == first["total"]
+        assert got["sale"]["invoice_state"] == "pending"  # type: ignore[index]
+        inv = _call(s, "get_invoice", invoice_id=first["id"])["data"]["invoice"]  # type: ignore[index]
+        assert (inv["invoice_method"], inv["shipments"]) == ("fulfillment", [shipment["id"]])
+        _call(s, "post_invoice", invoice_id=first["id"])
+        # Only what no posted invoice billed counts against credit: the two backordered label printers.
+        before = Decimal(_call(s, "get_party", party_id=14)["data"]["balance"])  # type: ignore[index,arg-type]
+        credit = Decimal(_call(s, "get_party", party_id=14)["data"]["credit_amount"])  # type: ignore[index,arg-type]
+        others = credit - before - 2 * Decimal("96.245")
+        assert _call(s, "pay_invoice", invoice_id=first["id"], amount=first["total"])["ok"]
+        got = _call(s, "get_sale", sale_id=sale)["data"]["sale"]  # type: ignore[index]
+        assert (got["state"], got["invoice_state"], got["shipment_state"]) == (
+            "processing",
+            "paid",
+            "partially shipped",
+        )
+        s.db.execute("UPDATE products SET on_hand = on_hand + 5 WHERE id = 11")  # stock comes in
+        assert _call(s, "ship_shipment", shipment_id=backorder)["ok"]
+        got = _call(s, "get_sale", sale_id=sale)["data"]
+        first_row, second = got["invoices"]  # type: ignore[index]
+        assert second["total"] == amounts([(2, Decimal("96.245"))])[2] and second["state"] == "draft"
+        assert got["sale"]["invoice_state"] == "partially paid"  # type: ignore[index]
+        party = _call(s, "get_party", party_id=14)["data"]
+        assert Decimal(party["credit_amount"]) - Decimal(party["balance"]) == others + 2 * Decimal("96.245")  # type: ignore[index,arg-type]
+        _call(s, "post_invoice", invoice_id=second["id"])
+        assert _call(s, "pay_invoice", invoice_id=second["id"], amount=second["total"])["ok"]
+        got = _call(s, "get_sale", sale_id=sale)["data"]["sale"]  # type: ignore[index]
+        assert (got["state"], got["invoice_state"]) == ("done", "paid")
+        moves = s.db.execute(
+            "SELECT shipment_id, invoice_id FROM shipment_moves WHERE sale_id=? ORDER BY id", (sale,)
+        ).fetchall()
+        assert sorted(set(moves)) == [(shipment["id"], first_row["id"]), (backorder, second["id"])]
+
+
+def test_an_orders_invoice_bills_every_move_and_the_families_invoice_what_ships() -> None:
+    with WORLD.session() as s:
+        assert s.db.execute("SELECT COUNT(*) FROM shipment_moves WHERE invoice_id IS NULL").fetchone() == (0,)
+    task = WORLD.task("partial_invoice", 0)
+    with WORLD.session(task) as s:
+        assert all(s.call(c.tool, c.args).ok for c in task.gold)
+        iid = task.gold[-2].args["invoice_id"]
+        pay = s.db.execute("SELECT state, total FROM invoices WHERE id=?", (iid,)).fetchone()
+        assert pay == ("paid", str(task.gold[-2].args["amount"]))
+    ship = WORLD.task("invoice_on_shipment", 0)
+    assert [c.tool for c in ship.gold][:3] == ["set_invoice_method", "quote_sale", "confirm_sale"]

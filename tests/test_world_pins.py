@@ -212,6 +212,7 @@ PINS = {
             "quote_price",
             "return_sale",
             "receive_return",
+            "set_invoice_method",
         ),
         (
             "add_contact",
@@ -238,6 +239,8 @@ PINS = {
             "price_list_quotation",
             "price_question",
             "return_order",
+            "invoice_on_shipment",
+            "partial_invoice",
         ),
     ),
 }

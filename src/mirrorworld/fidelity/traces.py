@@ -222,6 +222,7 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
             "return_sale",
             "receive_return",
             "receive_return",
+            "set_invoice_method",
         )
     )
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
@@ -302,6 +303,10 @@ def random_call(rng: random.Random, s: Session, invalid: float) -> ToolCall:
         sale, line = rng.choice(rows) if rows else (1, 1)
         return ToolCall(tool, {"sale_id": int(sale), "line_id": int(line)})
     drafts = _ids(s, "SELECT id FROM sales WHERE state='draft'")
+    if tool == "set_invoice_method":  # mostly invoiced on fulfillment, which the quotations it makes then ship
+        method = rng.choice(("fulfillment", "fulfillment", "order", "manual"))
+        sales = drafts if rng.random() < 0.85 else _ids(s, "SELECT id FROM sales")
+        return ToolCall(tool, {"sale_id": _pick(rng, sales), "method": method})
     if tool == "request_discount_approval":
         return ToolCall(
             tool,
@@ -448,9 +453,14 @@ def _interface_call(rng: random.Random, s: Session) -> ToolCall:
 
 def _refused_call(rng: random.Random, s: Session) -> ToolCall:
     """A well-formed call the real system refuses: a record that is missing or in the wrong state, an invalid
-    contact, an amount above what is due, an order past the customer's credit limit."""
-    kind = rng.randrange(16)
+    contact, an amount above what is due, an order past the customer's credit limit, an invoice method changed
+    once the sale left draft."""
+    kind = rng.randrange(17)
     parties = _ids(s, "SELECT id FROM parties WHERE role='customer'")
+    if kind == 16:  # Tryton's invoice method is read-only outside draft
+        not_draft = _ids(s, "SELECT id FROM sales WHERE state<>'draft'")
+        method = rng.choice(("order", "fulfillment", "manual"))
+        return ToolCall("set_invoice_method", {"sale_id": _pick(rng, not_draft), "method": method})
     if kind == 15:  # a quotation of a customer with a credit limit (Tryton refuses those that would pass it)
         limited = _ids(
             s,

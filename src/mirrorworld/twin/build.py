@@ -12,7 +12,8 @@ Two stages, each cached on its own:
   created in the same order as the mirror's, and the world's history of tool
   calls is replayed through the twin's tools (its date steps move Tryton's
   *today*, so invoices are posted on the mirror's dates, and its last steps
-  give customers their credit limits), so the twin's pristine state is the
+  give customers their credit limits and a few their invoice method on
+  fulfillment), so the twin's pristine state is the
   mirror's. The sale price lists are Tryton's own (``product_price_list``
   lines with their formulas), given to the customers on them
   (``sale_price_list``). The desk's user is in every group but the credit-limit one: a
@@ -168,6 +169,9 @@ def build_world(directory: Path, scale: float, data_seed: int, options: dict[str
             if call.tool == data.SET_CREDIT_LIMIT and isinstance(call.args, dict):  # set by accounts, not the desk
                 _credit_limit(pool, int(call.args["party_id"]), Decimal(str(call.args["limit"])))
                 continue
+            if call.tool == data.SET_INVOICE_METHOD and isinstance(call.args, dict):  # the customer's default
+                _invoice_method(pool, int(call.args["party_id"]), str(call.args["method"]))
+                continue
             call = data.resolve(call, due)
             result = session.call(call.tool, call.args)
             if not result.ok:
@@ -186,6 +190,15 @@ def _credit_limit(pool: Any, party_id: int, limit: Decimal) -> None:
     Party = pool.get("party.party")
     with Transaction().set_context(company=1):
         Party.write([Party(party_id)], {"credit_limit_amount": limit})
+
+
+def _invoice_method(pool: Any, party_id: int, method: str) -> None:
+    """Give a customer the invoice method their new sales take (``sale``'s company-dependent party field)."""
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    Party = pool.get("party.party")
+    with Transaction().set_context(company=1):
+        Party.write([Party(party_id)], {"sale_invoice_method": method})
 
 
 def _expect(got: int, want: int, what: str) -> None:

@@ -162,6 +162,7 @@ def get_party(pool: Any, party_id: int) -> dict[str, Any]:
             "credit_limit": money(party.credit_limit_amount) if party.credit_limit_amount is not None else None,
             "price_list_id": party.sale_price_list.id if party.sale_price_list else None,
             "price_list": party.sale_price_list.name if party.sale_price_list else None,
+            "sale_invoice_method": party.sale_invoice_method or None,
         },
         "address": address,
         "contacts": [{"id": c.id, "type": c.type, "value": c.value} for c in contacts],
@@ -315,6 +316,7 @@ def get_sale(pool: Any, sale_id: int) -> dict[str, Any]:
             "payment_term_id": sale.payment_term.id if sale.payment_term else None,
             "price_list_id": sale.price_list.id if sale.price_list else None,
             "return_of": _return_of(sale),
+            "invoice_method": sale.invoice_method,
             "untaxed_amount": untaxed,
             "tax_amount": tax,
             "total_amount": total,
@@ -375,9 +377,38 @@ def _is_credit_note(inv: Any) -> bool:
 
 def _moves(shipment: Any) -> list[tuple[int, int]]:
     """What a customer shipment carries: its outgoing moves (not cancelled), by product and quantity."""
-    return sorted(
-        (m.product.id, int(m.quantity)) for m in shipment.outgoing_moves if m.state != "cancelled" and m.quantity
-    )
+    return sorted((m.product.id, int(m.quantity)) for m in _shipped(shipment))
+
+
+def _shipped(shipment: Any) -> list[Any]:
+    """A customer shipment's outgoing moves that carry something (not cancelled, a quantity), in id order."""
+    moves = [m for m in shipment.outgoing_moves if m.state != "cancelled" and m.quantity]
+    return sorted(moves, key=lambda m: m.id)
+
+
+def _billed_by(move: Any) -> Any:
+    """The invoice whose line bills a move: its invoice lines of a sale line (a credit note's lines, whose origin
+    is the credited invoice's line, carry the same moves and are not the sale's), else None."""
+    invoices = {
+        ln.invoice
+        for ln in move.invoice_lines
+        if ln.invoice is not None and ln.origin is not None and ln.origin.__name__ == "sale.line"
+    }
+    return min(invoices, key=lambda i: i.id) if invoices else None
+
+
+def _billed_shipments(inv: Any) -> list[int]:
+    """The shipments an invoice's (or credit note's) lines bill: those of the moves its lines carry."""
+    shipments = {
+        m.shipment.id
+        for ln in inv.lines
+        for m in ln.stock_moves
+        if m.shipment is not None
+        and m.shipment.__name__ == "stock.shipment.out"
+        and m.state != "cancelled"
+        and m.quantity
+    }
+    return sorted(shipments)
 
 
 def list_sales(pool: Any, party_id: int) -> dict[str, Any]:
@@ -440,6 +471,8 @@ def get_invoice(pool: Any, invoice_id: int) -> dict[str, Any]:
                 {"id": c.id, "number": c.number, "state": c.state, "total": money(c.total_amount)}
                 for c in _credit_notes(pool, inv)
             ],
+            "invoice_method": sale.invoice_method if sale is not None else None,
+            "shipments": _billed_shipments(inv),
         }
     }
 
@@ -477,20 +510,20 @@ def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
     """What the mirror's tables hold of a sale that no read tool shows (for grading twin episodes).
 
     ``moves``: every shipment's outgoing moves as rows of ``shipment_moves``
-    (the move's id, its shipment and the sale line it ships); ``return_moves``:
-    every customer return shipment's incoming moves as rows of ``return_moves``;
-    ``overpaid``:
+    (the move's id, its shipment, the sale line it ships and the invoice
+    whose line bills it, through ``account_invoice_stock``'s link of invoice
+    lines to moves); ``return_moves``: every customer return shipment's
+    incoming moves as rows of ``return_moves``; ``overpaid``:
     per invoice, what its payments received beyond what they applied to it
     (the cash the payments' moves took in, less the invoice's payment lines).
     """
     sale = _get(pool, "sale.sale", "sale", sale_id)
     moves = []
     for shipment in sorted(sale.shipments, key=lambda s: s.id):
-        for m in sorted(shipment.outgoing_moves, key=lambda m: m.id):
-            if m.state == "cancelled" or not m.quantity:
-                continue
+        for m in _shipped(shipment):
             origin = m.origin
             line = origin.id if origin is not None and origin.__name__ == "sale.line" else None
+            billed = _billed_by(m)
             moves.append(
                 {
                     "id": m.id,
@@ -499,6 +532,7 @@ def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
                     "line_id": line,
                     "product_id": m.product.id,
                     "quantity": int(m.quantity),
+                    "invoice_id": billed.id if billed is not None else None,
                 }
             )
     returns = []
@@ -714,7 +748,7 @@ def return_sale(pool: Any, sale_id: int) -> dict[str, Any]:
     from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
 
     sale = _get(pool, "sale.sale", "sale", sale_id)
-    refusal = return_refusal(_sale_name(sale), sale.state)
+    refusal = return_refusal(_sale_name(sale), sale.state, sale.invoice_method)
     if refusal is not None:  # the desk's rule: Tryton's wizard returns a sale in any state
         raise _adapter(refusal)
     Wizard = pool.get("sale.return_sale", type="wizard")
@@ -748,6 +782,19 @@ def receive_return(pool: Any, shipment_id: int) -> dict[str, Any]:
     _process_sales(pool, list(sales))
     (sale,) = sales
     return {"shipment_id": shipment.id, "state": Shipment(shipment.id).state, "sale_id": sale.id}
+
+
+def set_invoice_method(pool: Any, sale_id: int, method: str) -> dict[str, Any]:
+    """Write the sale's invoice method as a client user does: Tryton refuses a field its state makes read-only
+    (any state but draft) with an ``AccessError``."""
+    from trytond.transaction import Transaction  # type: ignore[import-untyped,import-not-found]
+
+    sale = _get(pool, "sale.sale", "sale", sale_id)
+    Sale = pool.get("sale.sale")
+    with Transaction().set_user(ADMIN), Transaction().set_context(_check_access=True):
+        Sale.write([Sale(sale.id)], {"invoice_method": method})
+    fresh = _reload(pool, "sale.sale", sale.id)
+    return {"sale_id": fresh.id, "number": fresh.number, "state": fresh.state, "invoice_method": fresh.invoice_method}
 
 
 def cancel_sale(pool: Any, sale_id: int) -> dict[str, Any]:
@@ -927,7 +974,12 @@ def canonical_state(pool: Any) -> dict[str, Any]:
     for party in Party.search([], order=[("id", "ASC")]):
         contacts = sorted([c.type, c.value] for c in Mechanism.search([("party", "=", party.id)]))
         price_list = party.sale_price_list.id if party.sale_price_list else None
-        out[f"party:{party.id}"] = {"name": party.name, "contacts": contacts, "price_list": price_list}
+        out[f"party:{party.id}"] = {
+            "name": party.name,
+            "contacts": contacts,
+            "price_list": price_list,
+            "invoice_method": party.sale_invoice_method or None,
+        }
     Opportunity = pool.get("sale.opportunity")
     for o in Opportunity.search([], order=[("id", "ASC")]):
         out[f"opportunity:{o.id}"] = {
@@ -943,7 +995,9 @@ def canonical_state(pool: Any) -> dict[str, Any]:
             ([ln.product.id, int(ln.quantity), _dec(ln.unit_price)] for ln in s.lines if ln.type == "line"),
             key=lambda r: (r[0], r[1]),
         )
-        invoices = [_document(i) for i in sorted(s.invoices, key=lambda i: i.id)]
+        ordered = sorted(s.invoices, key=lambda i: i.id)
+        invoices = [_document(i) for i in ordered]
+        position = {i.id: k for k, i in enumerate(ordered)}
         out[f"sale:{s.id}"] = {
             "number": s.number,
             "party": s.party.id,
@@ -953,9 +1007,10 @@ def canonical_state(pool: Any) -> dict[str, Any]:
             "opportunity": _opportunity_of(s),
             "price_list": s.price_list.id if s.price_list else None,
             "return_of": _return_of(s),
+            "invoice_method": s.invoice_method,
             "lines": lines,
             "approvals": sorted(_dec(d) for _i, d, _r in _approvals(pool, s)),
-            "shipments": [[sh.state, [list(m) for m in _moves(sh)]] for sh in sorted(s.shipments, key=lambda x: x.id)],
+            "shipments": [[sh.state, _billed_moves(sh, position)] for sh in sorted(s.shipments, key=lambda x: x.id)],
             "returns": [
                 [r.state, [list(m) for m in _return_moves(r)]] for r in sorted(s.shipment_returns, key=lambda x: x.id)
             ],
@@ -980,6 +1035,16 @@ def canonical_state(pool: Any) -> dict[str, Any]:
         }
     out["ledger"] = _ledger(pool)
     return out
+
+
+def _billed_moves(shipment: Any, position: dict[int, int]) -> list[list[Any]]:
+    """A shipment's moves in the canonical form: product, quantity and the position among its sale's invoices of
+    the invoice that bills it (None: none yet)."""
+    rows = []
+    for m in _shipped(shipment):
+        billed = _billed_by(m)
+        rows.append([m.product.id, int(m.quantity), position.get(billed.id) if billed is not None else None])
+    return sorted(rows, key=lambda r: (r[0], r[1], -1 if r[2] is None else r[2]))
 
 
 def _document(inv: Any) -> list[Any]:
@@ -1049,6 +1114,7 @@ TOOLS: dict[str, Any] = {
         reopen_sale,
         confirm_sale,
         cancel_sale,
+        set_invoice_method,
         ship_shipment,
         post_invoice,
         pay_invoice,

@@ -117,8 +117,8 @@ class ToolDecl:
 
     ``session``: the twin's session answers the tool itself (``read`` or
     ``terminal``), no Tryton model is involved. Otherwise the tool's kind is
-    ``write`` when it runs a button or a wizard or creates or deletes a record, else
-    ``read``. ``errors``: Tryton error classes (dotted paths) by the code the
+    ``write`` when it runs a button or a wizard, creates or deletes a record or writes
+    one of its fields (``writes``), else ``read``. ``errors``: Tryton error classes (dotted paths) by the code the
     twin reports them under.
     """
 
@@ -128,6 +128,7 @@ class ToolDecl:
     wizard: str | None = None
     creates: tuple[str, ...] = ()
     deletes: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
     errors: Mapping[str, str] = field(default_factory=dict)
     session: Literal["read", "terminal"] | None = None
 
@@ -293,6 +294,12 @@ SALES: dict[str, ToolDecl] = {
         errors={"trytond.modules.account_credit_limit.exceptions.CreditLimitError": "policy_refused"},
     ),
     "cancel_sale": ToolDecl("sale.sale", {"sale_id": Key("sale.sale")}, buttons=("cancel",)),
+    "set_invoice_method": ToolDecl(
+        "sale.sale",
+        {"sale_id": Key("sale.sale"), "method": Value("sale.sale", "invoice_method")},
+        writes=("sale.sale",),
+        errors={"trytond.model.exceptions.AccessError": "invalid_state"},
+    ),
     "ship_shipment": ToolDecl(
         "stock.shipment.out",
         {
@@ -518,7 +525,7 @@ def twin_surface(pool: Any, declaration: Mapping[str, ToolDecl] = SALES, *, code
             for b in decl.buttons:
                 if Model is not None and b not in buttons:
                     reader.miss(name, None, f"no button {b} on {decl.model}")
-        for created in (*decl.creates, *decl.deletes):
+        for created in (*decl.creates, *decl.deletes, *decl.writes):
             reader.model(created, name)
         if decl.wizard is not None:
             try:
@@ -558,7 +565,7 @@ def twin_surface(pool: Any, declaration: Mapping[str, ToolDecl] = SALES, *, code
         if decl.session is not None:
             kind = decl.session
         else:
-            kind = "write" if decl.buttons or decl.wizard or decl.creates or decl.deletes else "read"
+            kind = "write" if decl.buttons or decl.wizard or decl.creates or decl.deletes or decl.writes else "read"
         tools[name] = {"kind": kind, "args": args, "errors": sorted(found_codes)}
     for name in sorted(set(TWIN_TOOLS) - set(declaration)):
         reader.miss(name, None, "the twin implements it, and the declaration does not describe it")

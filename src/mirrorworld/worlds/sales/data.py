@@ -11,7 +11,8 @@ The pristine state is built in two steps, both pure functions of the seeded
    invoiced, paid, cancelled) replayed through the same operations the tools
    use, with two kinds of step that are no tool: the business date of the
    calls that follow (:data:`SET_DATE`: invoices were posted over the past
-   weeks) and, last, the customers' credit limits (:data:`SET_CREDIT_LIMIT`).
+   weeks) and, last, the customers' credit limits (:data:`SET_CREDIT_LIMIT`)
+   and the few customers invoiced on fulfillment (:data:`SET_INVOICE_METHOD`).
 
 The real twin builds its database from exactly these two inputs, through the
 real system, so both backends start from the same business state with the
@@ -98,6 +99,13 @@ _CUSTOMER_TERMS = (1, 3, 4)
 SET_CREDIT_LIMIT = "set_credit_limit"
 """A history step that is no tool: a customer's credit limit (``{"party_id": 3, "limit": "5000.00"}``), set by
 accounts once the history is in (the desk cannot change one)."""
+
+SET_INVOICE_METHOD = "set_invoice_method_default"
+"""A history step that is no tool: a customer's invoice method for their new sales (``{"party_id": 3, "method":
+"fulfillment"}``), set by accounts once the history is in (the sales already made keep theirs)."""
+
+FULFILLMENT_CUSTOMERS = 3
+"""How many customers (with an address) are invoiced on fulfillment: drawn after every other draw of the data."""
 
 SET_DATE = "set_date"
 """A history step that is no tool: the business date of the calls that follow (``{"date": "YYYY-MM-DD"}``)."""
@@ -311,6 +319,9 @@ def run_history_call(db: t.Db, call: ToolCall) -> None:
     if call.tool == SET_CREDIT_LIMIT:
         db.execute("UPDATE parties SET credit_limit=? WHERE id=?", (a["limit"], a["party_id"]))
         return
+    if call.tool == SET_INVOICE_METHOD:
+        db.execute("UPDATE parties SET sale_invoice_method=? WHERE id=?", (a["method"], a["party_id"]))
+        return
     try:
         if call.tool == "create_lead":
             t.ops_create_lead(db, a["party_id"], a["description"], Decimal(a["amount"]))
@@ -349,8 +360,9 @@ def build(rng: random.Random, scale: float) -> tuple[Master, list[ToolCall]]:
     master = master_data(rng, scale)
     calls = history(rng, master)
     limits = credit_limits(master, calls)
+    methods = invoice_methods(rng, master)  # before the price-list customers: every earlier draw is kept
     price_lists(master)
-    return master, calls + limits
+    return master, calls + limits + methods
 
 
 def formula(factor: str) -> str:
@@ -380,6 +392,14 @@ def price_lists(master: Master) -> None:
         master.addresses.append((len(master.addresses) + 1, pid, street, city, postal))
         slug = "".join(ch for ch in name.lower() if ch.isalpha())[:12]
         master.contacts.append((len(master.contacts) + 1, pid, "email", f"orders@{slug}.example"))
+
+
+def invoice_methods(rng: random.Random, master: Master) -> list[ToolCall]:
+    """The customers invoiced on fulfillment (their new sales take it): a few with an address, drawn last, so
+    every earlier draw (and the history they made) is what it was without them."""
+    with_address = sorted({a[1] for a in master.addresses})
+    chosen = sorted(rng.sample(with_address, min(FULFILLMENT_CUSTOMERS, len(with_address))))
+    return [ToolCall(SET_INVOICE_METHOD, {"party_id": pid, "method": "fulfillment"}) for pid in chosen]
 
 
 def _hundreds(value: Decimal) -> Decimal:

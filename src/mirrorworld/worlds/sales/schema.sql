@@ -37,7 +37,9 @@ CREATE TABLE parties (
     role    TEXT NOT NULL CHECK (role IN ('company', 'employee', 'customer')),
     payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's payment term (none: due at once)
     credit_limit    TEXT,  -- the most the customer may owe, orders not yet invoiced included (NULL: no limit)
-    price_list_id   INTEGER REFERENCES price_lists(id)  -- the customer's sale price list (NULL: list prices)
+    price_list_id   INTEGER REFERENCES price_lists(id),  -- the customer's sale price list (NULL: list prices)
+    sale_invoice_method TEXT CHECK (sale_invoice_method IN ('manual', 'order', 'fulfillment'))
+                          -- the invoice method the customer's new sales take (NULL: the company's, 'order')
 );
 
 CREATE TABLE addresses (
@@ -88,7 +90,10 @@ CREATE TABLE sales (
     amounts_cache   TEXT,  -- "untaxed tax total" frozen when the sale was cancelled (cleared when reset to draft)
     payment_term_id INTEGER REFERENCES payment_terms(id),  -- the customer's term when the sale was created
     price_list_id   INTEGER REFERENCES price_lists(id),    -- the customer's price list when the sale was created
-    return_of       INTEGER REFERENCES sales(id)           -- a return sale: the sale it returns (negative lines)
+    return_of       INTEGER REFERENCES sales(id),          -- a return sale: the sale it returns (negative lines)
+    -- 'order': one invoice for the whole order when it is confirmed; 'fulfillment': an invoice for what each
+    -- shipment sends, when it is sent; 'manual': none made by the system
+    invoice_method  TEXT NOT NULL DEFAULT 'order' CHECK (invoice_method IN ('manual', 'order', 'fulfillment'))
 );
 CREATE INDEX sales_party ON sales(party_id);
 CREATE INDEX sales_return_of ON sales(return_of);
@@ -120,17 +125,21 @@ CREATE TABLE shipments (
 CREATE INDEX shipments_sale ON shipments(sale_id);
 
 -- What a shipment carries: one move per sale line (a backorder carries what is left of each line).
+-- ``invoice_id``: the invoice whose line bills the move (an order's invoice bills every move of its lines, a
+-- backorder's too; invoiced on fulfillment, a move is billed by the invoice its sending made; NULL: not yet).
 CREATE TABLE shipment_moves (
     id          INTEGER PRIMARY KEY,
     shipment_id INTEGER NOT NULL REFERENCES shipments(id),
     sale_id     INTEGER NOT NULL REFERENCES sales(id),
     line_id     INTEGER NOT NULL REFERENCES sale_lines(id),
     product_id  INTEGER NOT NULL REFERENCES products(id),
-    quantity    INTEGER NOT NULL CHECK (quantity > 0)
+    quantity    INTEGER NOT NULL CHECK (quantity > 0),
+    invoice_id  INTEGER REFERENCES invoices(id)
 );
 CREATE INDEX shipment_moves_shipment ON shipment_moves(shipment_id);
 CREATE INDEX shipment_moves_line ON shipment_moves(line_id);
 CREATE INDEX shipment_moves_sale ON shipment_moves(sale_id);
+CREATE INDEX shipment_moves_invoice ON shipment_moves(invoice_id);
 
 -- Customer return shipments (the real system's own kind, numbered apart from shipments): what a return sale
 -- takes back, ``draft`` until received into the warehouse (``done``: stock back on hand).

@@ -1038,7 +1038,7 @@ class ReturnOrder(TaskFamily):
     def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
         rows = image.query(
             "SELECT s.id, s.number, s.party_id FROM sales s WHERE s.state IN ('processing', 'done') "
-            "AND s.shipment_state='sent' AND s.return_of IS NULL "
+            "AND s.shipment_state='sent' AND s.return_of IS NULL AND s.invoice_method='order' "
             "AND NOT EXISTS (SELECT 1 FROM sales r WHERE r.return_of=s.id) ORDER BY s.id"
         )
         sid, number, pid = _pick(rng, rows, self.name)
@@ -1092,6 +1092,166 @@ class ReturnOrder(TaskFamily):
         )
 
 
+def _in_stock(image: Image, sale_id: int) -> bool:
+    """Whether every product of a sale's lines is on hand for all the sale orders of it."""
+    short = image.query(
+        "SELECT 1 FROM (SELECT product_id, SUM(quantity) AS q FROM sale_lines WHERE sale_id=? GROUP BY product_id) n "
+        "JOIN products p ON p.id = n.product_id WHERE p.on_hand < n.q LIMIT 1",
+        (sale_id,),
+    )
+    return not short
+
+
+class InvoiceOnShipment(TaskFamily):
+    name = "invoice_on_shipment"
+    description = (
+        "A customer wants their draft order invoiced on shipment: set the sale's invoice method to fulfillment, "
+        "quote and confirm it, send its shipment and post the invoice the shipment made."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rounding = self.param("tax_rounding")
+        rows = [
+            (int(sid), int(pid))
+            for sid, pid in image.query(
+                "SELECT s.id, s.party_id FROM sales s WHERE s.state='draft' AND s.invoice_method='order' "
+                "AND EXISTS (SELECT 1 FROM sale_lines l WHERE l.sale_id=s.id) "
+                "AND EXISTS (SELECT 1 FROM addresses a WHERE a.party_id=s.party_id) ORDER BY s.id"
+            )
+            if _in_stock(image, sid) and _within_credit(image, pid, Decimal(_sale_amounts(image, sid, rounding)[0]))
+        ]
+        sid, pid = _pick(rng, rows, self.name)
+        untaxed, _tax, total = _sale_amounts(image, sid, rounding)
+        number, shid = _next_number(image, "sale"), _next_id(image, "shipments")
+        iid, inum = _next_id(image, "invoices"), _next_number(image, "invoice")
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                f"Please go ahead with our draft order (sale {sid}) and ship it now. We want it invoiced on "
+                "shipment, for what you actually send rather than on order: send us that invoice once it ships.",
+            ),
+            [
+                ToolCall("set_invoice_method", {"sale_id": sid, "method": "fulfillment"}),
+                ToolCall("quote_sale", {"sale_id": sid}),
+                ToolCall("confirm_sale", {"sale_id": sid}),
+                # The reads keep each record's creation before the write that needs it.
+                ToolCall("get_sale", {"sale_id": sid}),
+                ToolCall("ship_shipment", {"shipment_id": shid}),
+                ToolCall("get_sale", {"sale_id": sid}),
+                ToolCall("post_invoice", {"invoice_id": iid}),
+                ToolCall(
+                    "respond",
+                    {
+                        "message": f"Order {number} is confirmed and shipped, invoiced on shipment: invoice {inum} "
+                        f"bills what was sent, total ${total}."
+                    },
+                ),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [
+                _field("invoiced on fulfillment", "sales", sid, "invoice_method", "fulfillment"),
+                _field("shipment sent", "shipments", shid, "state", "done"),
+                _field("invoice posted", "invoices", iid, "state", "posted"),
+                Check(
+                    "the invoice bills the shipment",
+                    "count",
+                    {"table": "shipment_moves", "where": {"shipment_id": shid, "invoice_id": iid}, "min": 1},
+                ),
+            ],
+            (Fact("invoice number", inum, "id"), Fact("invoice total", total, "money", (untaxed,))),
+        )
+
+
+class PartialInvoice(TaskFamily):
+    name = "partial_invoice"
+    description = (
+        "A customer invoiced on fulfillment orders more than is in stock and pays for what ships today: send what "
+        "is in stock, backorder the rest, post the invoice of the part sent and record its payment (the backorder "
+        "is invoiced when it ships)."
+    )
+
+    def generate(self, image: Image, rng: random.Random, seed: int) -> Task:
+        rounding = self.param("tax_rounding")
+        stock = {int(i): int(h) for i, h in image.query("SELECT id, on_hand FROM products ORDER BY id")}
+        products = _products(image)
+        short = [p for p in products if 1 <= stock[p[0]] <= 40]
+        (pa, na, lpa) = _pick(rng, short, self.name)
+        (pb, nb, lpb) = _pick(rng, [p for p in products if p[0] != pa and stock[p[0]] >= 4], self.name)
+        extra, qb = rng.randint(2, 6), rng.randint(1, 4)
+        qa, sent = stock[pa] + extra, stock[pa]
+        untaxed_all = Decimal(amounts([(qa, Decimal(lpa)), (qb, Decimal(lpb))], rounding)[0])
+        parties = [
+            int(pid)
+            for (pid,) in image.query(
+                "SELECT p.id FROM parties p WHERE p.role='customer' AND p.sale_invoice_method='fulfillment' "
+                "AND EXISTS (SELECT 1 FROM addresses a WHERE a.party_id=p.id) ORDER BY p.id"
+            )
+            if _within_credit(image, int(pid), untaxed_all)
+        ]
+        (pid,) = _pick(rng, [(p,) for p in parties], self.name)
+        untaxed, _tax, total = amounts([(sent, Decimal(lpa)), (qb, Decimal(lpb))], rounding)
+        sid, number = _next_id(image, "sales"), _next_number(image, "sale")
+        shid = _next_id(image, "shipments")
+        backorder = shid + 1
+        iid, inum = _next_id(image, "invoices"), _next_number(image, "invoice")
+        return _task(
+            self,
+            seed,
+            _customer_says(
+                image,
+                pid,
+                f"Please order {qa} x {na} and {qb} x {nb} for us. Ship whatever you have in stock today and the "
+                "rest when it comes in. We pay for what arrives: we have wired the amount of the invoice for "
+                "today's part, please record it against that invoice.",
+            ),
+            [
+                ToolCall("create_quotation", {"party_id": pid}),
+                ToolCall("get_sale", {"sale_id": sid}),
+                ToolCall("add_line", {"sale_id": sid, "product_id": pa, "quantity": qa}),
+                ToolCall("add_line", {"sale_id": sid, "product_id": pb, "quantity": qb}),
+                ToolCall("quote_sale", {"sale_id": sid}),
+                ToolCall("confirm_sale", {"sale_id": sid}),
+                # The reads keep each record's creation before the write that needs it.
+                ToolCall("get_sale", {"sale_id": sid}),
+                ToolCall("ship_shipment", {"shipment_id": shid, "partial": True}),
+                ToolCall("get_sale", {"sale_id": sid}),
+                ToolCall("post_invoice", {"invoice_id": iid}),
+                ToolCall("pay_invoice", {"invoice_id": iid, "amount": json_number(total)}),
+                ToolCall(
+                    "respond",
+                    {
+                        "message": f"Order {number}: {sent} x {na} and {qb} x {nb} went out today. We received your "
+                        f"payment of ${total} for invoice {inum}, which bills that part. The other {extra} x {na} "
+                        f"are backordered (shipment {backorder}) and will be invoiced when they ship."
+                    },
+                ),
+            ],
+            (("party", pid), ("sale", sid)),
+            (("sale", sid),),
+            [
+                _field("invoiced on fulfillment", "sales", sid, "invoice_method", "fulfillment"),
+                _field("sent in part", "shipments", shid, "state", "done"),
+                _field("backordered", "sales", sid, "shipment_state", "partially shipped"),
+                _field("invoice of the part sent", "invoices", iid, "untaxed", untaxed),
+                _field("invoice paid", "invoices", iid, "state", "paid"),
+                Check(
+                    "backorder waiting",
+                    "count",
+                    {"table": "shipments", "where": {"id": backorder, "sale_id": sid, "state": "waiting"}, "min": 1},
+                ),
+            ],
+            (
+                Fact("invoice number", inum, "id"),
+                Fact("amount paid", total, "money", (untaxed,)),
+                Fact("backorder shipment", str(backorder), "id"),
+            ),
+        )
+
+
 FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides which task reset(seed=i) plays
     AddContact(),
     NewLead(),
@@ -1117,6 +1277,8 @@ FAMILIES: tuple[TaskFamily, ...] = (  # append only: a family's index decides wh
     PriceListQuotation(),
     PriceQuestion(),
     ReturnOrder(),
+    InvoiceOnShipment(),
+    PartialInvoice(),
 )
 for _family in FAMILIES:  # the sales desk's figures until a world binds its own (World.parameters)
     _family.parameters = PARAMETERS

@@ -208,8 +208,8 @@ def ops_convert_opportunity(db: Db, opportunity_id: int) -> dict[str, Any]:
         raise _refused_click("convert", str(opp["number"]), "Sale Opportunity", "opportunity_workflow")
     cur = db.execute(
         "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, opportunity_id, "
-        "payment_term_id, price_list_id) SELECT NULL, ?, ?, 'draft', 'none', 'none', ?, payment_term_id, "
-        "price_list_id FROM parties WHERE id=?",
+        "payment_term_id, price_list_id, invoice_method) SELECT NULL, ?, ?, 'draft', 'none', 'none', ?, "
+        "payment_term_id, price_list_id, COALESCE(sale_invoice_method, 'order') FROM parties WHERE id=?",
         (opp["party_id"], opp["description"], opportunity_id, opp["party_id"]),
     )
     db.execute("UPDATE opportunities SET state='converted' WHERE id=?", (opportunity_id,))
@@ -252,13 +252,32 @@ def _process_opportunity(db: Db, sale_id: int) -> None:
 def ops_create_quotation(db: Db, party_id: int, description: str) -> dict[str, Any]:
     _get(db, "parties", "party", party_id)
     description = clean_text(description, "description", 200)
-    cur = db.execute(  # the sale takes the customer's payment term and price list, as Tryton's on_change_party does
+    cur = db.execute(  # the sale takes the customer's payment term, price list and invoice method (on_change_party)
         "INSERT INTO sales (number, party_id, description, state, invoice_state, shipment_state, payment_term_id, "
-        "price_list_id) SELECT NULL, ?, ?, 'draft', 'none', 'none', payment_term_id, price_list_id FROM parties "
-        "WHERE id=?",
+        "price_list_id, invoice_method) SELECT NULL, ?, ?, 'draft', 'none', 'none', payment_term_id, price_list_id, "
+        "COALESCE(sale_invoice_method, 'order') FROM parties WHERE id=?",
         (party_id, description, party_id),
     )
     return {"sale_id": int(cur.lastrowid or 0), "state": "draft"}
+
+
+INVOICE_METHODS = ("manual", "order", "fulfillment")
+"""How a sale is invoiced (the real system's methods): ``order`` — one invoice for the whole order when it is
+confirmed (the company's default); ``fulfillment`` — an invoice for what each shipment sends, when it is sent;
+``manual`` — no invoice made by the system."""
+
+
+def ops_set_invoice_method(db: Db, sale_id: int, method: str) -> dict[str, Any]:
+    """Set a draft sale's invoice method; the real system's field is read-only once the sale left draft."""
+    sale = _get(db, "sales", "sale", sale_id)
+    if sale["state"] != "draft":
+        raise ToolError(
+            "invalid_state",
+            f'You are not allowed to modify the field "Invoice Method" in record "{_sale_name(sale)}" of "Sale".',
+            rule="sale_workflow",
+        )
+    db.execute("UPDATE sales SET invoice_method=? WHERE id=?", (method, sale_id))
+    return {"sale_id": sale_id, "number": sale["number"], "state": "draft", "invoice_method": method}
 
 
 def _draft_sale(db: Db, sale_id: int, action: str) -> dict[str, Any]:
@@ -360,22 +379,27 @@ def ops_quote(db: Db, sale_id: int) -> dict[str, Any]:
 
 def credit_amount(db: Db, party_id: int) -> Decimal:
     """What counts against a customer's credit limit, as the real system's credit-limit modules count it: their
-    balance on the books plus, for every sale confirmed or processing, the untaxed value of the lines no posted
-    invoice carries yet (an order invoiced in one document: all its lines until that invoice is posted; returned
-    lines, with negative quantities, do not count), summed unrounded per sale and rounded half-to-even to the cent
-    as each sale is added."""
+    balance on the books plus, for every sale confirmed or processing, the untaxed value of what of each line no
+    posted invoice carries yet (an order invoiced in one document: all its lines until that invoice is posted;
+    invoiced on fulfillment: what each posted invoice of a shipment billed is off; returned lines, with negative
+    quantities, do not count), summed unrounded per sale and rounded half-to-even to the cent as each sale is
+    added."""
     total = party_balance(db, party_id)
     sales = db.all(
-        "SELECT id FROM sales WHERE party_id=? AND state IN ('confirmed', 'processing') ORDER BY id", (party_id,)
+        "SELECT id, invoice_method FROM sales WHERE party_id=? AND state IN ('confirmed', 'processing') ORDER BY id",
+        (party_id,),
     )
     for sale in sales:
-        invoiced = db.one(
-            "SELECT id FROM invoices WHERE sale_id=? AND credit_of IS NULL AND number IS NOT NULL LIMIT 1",
+        open_value = Decimal(0)
+        for line in db.all(
+            "SELECT l.quantity, l.unit_price, (SELECT COALESCE(SUM(m.quantity), 0) FROM shipment_moves m "
+            "JOIN invoices i ON i.id = m.invoice_id WHERE m.line_id = l.id AND i.number IS NOT NULL) AS posted "
+            "FROM sale_lines l WHERE l.sale_id=? ORDER BY l.id",
             (sale["id"],),
-        )
-        if invoiced is not None:
-            continue
-        open_value = sum((q * Decimal(u) for q, u in _priced_lines(db, sale["id"]) if q > 0), Decimal(0))
+        ):
+            left = int(line["quantity"]) - int(line["posted"])
+            if left > 0:
+                open_value += left * Decimal(line["unit_price"])
         total = Decimal(money(total + open_value))
     return total
 
@@ -403,18 +427,20 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
     untaxed, tax, total = amounts(lines, tax_rounding(db))
     check_credit_limit(db, sale, Decimal(untaxed))
     if lines:
-        db.execute(  # one invoice for the order (a credit note, negative, for a return)
-            "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid) "
-            "VALUES (?, NULL, 'draft', ?, ?, ?, '0.00')",
-            (sale_id, untaxed, tax, total),
-        )
+        invoice = None
+        if sale["invoice_method"] == "order":  # one invoice for the order (a credit note, negative, for a return)
+            invoice = db.execute(
+                "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid) "
+                "VALUES (?, NULL, 'draft', ?, ?, ?, '0.00')",
+                (sale_id, untaxed, tax, total),
+            ).lastrowid
         if any(q > 0 for q, _u in lines):
             shipment = db.execute("INSERT INTO shipments (sale_id, state) VALUES (?, 'waiting')", (sale_id,)).lastrowid
-            db.execute(
-                "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity) "
-                "SELECT ?, sale_id, id, product_id, quantity FROM sale_lines WHERE sale_id=? AND quantity > 0 "
+            db.execute(  # an order's invoice bills the moves of its lines
+                "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity, invoice_id) "
+                "SELECT ?, sale_id, id, product_id, quantity, ? FROM sale_lines WHERE sale_id=? AND quantity > 0 "
                 "ORDER BY id",
-                (shipment, sale_id),
+                (shipment, invoice, sale_id),
             )
         if any(q < 0 for q, _u in lines):  # returned lines come back on a customer return shipment
             back = db.execute("INSERT INTO return_shipments (sale_id, state) VALUES (?, 'draft')", (sale_id,)).lastrowid
@@ -425,8 +451,8 @@ def ops_confirm(db: Db, sale_id: int) -> dict[str, Any]:
                 (back, sale_id),
             )
         db.execute(
-            "UPDATE sales SET state='processing', invoice_state='pending', shipment_state='waiting' WHERE id=?",
-            (sale_id,),
+            "UPDATE sales SET state='processing', invoice_state=?, shipment_state='waiting' WHERE id=?",
+            ("pending" if invoice is not None else "none", sale_id),
         )
         state = "processing"
     else:
@@ -440,20 +466,27 @@ RETURNABLE = ("processing", "done")
 """The states of a sale the desk returns (the real system's return wizard copies a sale in any state)."""
 
 
-def return_refusal(name: str, state: str) -> ToolError | None:
-    """The desk's refusal to return a sale that is not processing or done (shared by the mirror and the twin)."""
-    if state in RETURNABLE:
-        return None
-    return ToolError(
-        "invalid_state", f"sale {name} is {state}; only a processing or done sale is returned", rule="sale_return"
-    )
+def return_refusal(name: str, state: str, invoice_method: str) -> ToolError | None:
+    """The desk's refusal to return a sale that is not processing or done, or that is not invoiced on order (its
+    return would be credited as its goods come back: accounts handle those). Shared by the mirror and the twin."""
+    if state not in RETURNABLE:
+        return ToolError(
+            "invalid_state", f"sale {name} is {state}; only a processing or done sale is returned", rule="sale_return"
+        )
+    if invoice_method != "order":
+        return ToolError(
+            "policy_refused",
+            f"sale {name} is invoiced on {invoice_method}; only a sale invoiced on order is returned at the desk",
+            rule="sale_return",
+        )
+    return None
 
 
 def ops_return(db: Db, sale_id: int) -> dict[str, Any]:
     """Return a sale as the real system's return wizard does: a draft copy of it (its customer, description,
     payment term and price list) whose lines are the sale's with their quantities negated, at the same prices."""
     sale = _get(db, "sales", "sale", sale_id)
-    refusal = return_refusal(_sale_name(sale), sale["state"])
+    refusal = return_refusal(_sale_name(sale), sale["state"], sale["invoice_method"])
     if refusal is not None:
         raise refusal
     cur = db.execute(
@@ -560,13 +593,14 @@ def ops_ship(db: Db, shipment_id: int, partial: bool = False) -> dict[str, Any]:
     (a move reserving nothing is dropped), and a backorder shipment (``waiting``)
     takes what is left of each line; the sale is then ``partially shipped``.
     Short and not ``partial``, or with nothing reservable at all, nothing
-    changes (the desk's all-or-nothing rule).
+    changes (the desk's all-or-nothing rule). A sale invoiced on fulfillment
+    then gets a draft invoice for what was sent (:func:`_invoice_sent`).
     """
     shipment = _get(db, "shipments", "shipment", shipment_id)
     if shipment["state"] != "waiting":  # shipments are numbered in the order they are made, as their ids
         raise _refused_click("assign_wizard", str(shipment_id), "Stock Shipment Out", "sale_workflow")
     moves = db.all(
-        "SELECT m.id, m.line_id, m.product_id, m.quantity, p.on_hand, p.name FROM shipment_moves m "
+        "SELECT m.id, m.line_id, m.product_id, m.quantity, m.invoice_id, p.on_hand, p.name FROM shipment_moves m "
         "JOIN products p ON p.id = m.product_id WHERE m.shipment_id=? ORDER BY m.line_id, m.id",
         (shipment_id,),
     )
@@ -588,9 +622,10 @@ def ops_ship(db: Db, shipment_id: int, partial: bool = False) -> dict[str, Any]:
                     ).lastrowid
                     or 0
                 )
-            db.execute(
-                "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity) VALUES (?,?,?,?,?)",
-                (backorder, shipment["sale_id"], m["line_id"], m["product_id"], m["quantity"] - r),
+            db.execute(  # an order's invoice bills the backorder's move too
+                "INSERT INTO shipment_moves (shipment_id, sale_id, line_id, product_id, quantity, invoice_id) "
+                "VALUES (?,?,?,?,?,?)",
+                (backorder, shipment["sale_id"], m["line_id"], m["product_id"], m["quantity"] - r, m["invoice_id"]),
             )
         if r:
             db.execute("UPDATE shipment_moves SET quantity=? WHERE id=?", (r, m["id"]))
@@ -601,6 +636,7 @@ def ops_ship(db: Db, shipment_id: int, partial: bool = False) -> dict[str, Any]:
     db.execute(
         "UPDATE sales SET shipment_state=? WHERE id=?", (shipment_state(db, shipment["sale_id"]), shipment["sale_id"])
     )
+    _invoice_sent(db, shipment["sale_id"])
     _maybe_done(db, shipment["sale_id"])
     out: dict[str, Any] = {"shipment_id": shipment_id, "state": "done"}
     if partial:
@@ -626,6 +662,36 @@ def shipment_state(db: Db, sale_id: int) -> str:
     if all(p >= 1 for p in moved):
         return "sent"
     return "partially shipped" if any(moved) else "waiting"
+
+
+def _invoice_sent(db: Db, sale_id: int) -> None:
+    """Invoice what a sale invoiced on fulfillment has sent and no invoice bills yet, as the real system's sale
+    processing does once a shipment is done: a new draft invoice (one per processing, never one reused) with a
+    line per sale line for the quantity its sent moves add, billing those moves; its amounts are the lines'
+    (the same tax rounding as an order's invoice). The sale's invoice state follows all its invoices."""
+    sale = _get(db, "sales", "sale", sale_id)
+    if sale["invoice_method"] != "fulfillment":
+        return
+    moves = db.all(
+        "SELECT m.id, m.line_id, m.quantity, l.unit_price FROM shipment_moves m JOIN shipments s "
+        "ON s.id = m.shipment_id JOIN sale_lines l ON l.id = m.line_id "
+        "WHERE m.sale_id=? AND s.state='done' AND m.invoice_id IS NULL ORDER BY m.line_id, m.id",
+        (sale_id,),
+    )
+    if not moves:
+        return
+    per_line: dict[int, list[Any]] = {}
+    for m in moves:
+        per_line.setdefault(m["line_id"], [0, m["unit_price"]])[0] += m["quantity"]
+    untaxed, tax, total = amounts([(q, u) for q, u in per_line.values()], tax_rounding(db))
+    invoice = db.execute(
+        "INSERT INTO invoices (sale_id, number, state, untaxed, tax, total, paid) VALUES (?, NULL, 'draft', ?, ?, ?, "
+        "'0.00')",
+        (sale_id, untaxed, tax, total),
+    ).lastrowid
+    for m in moves:
+        db.execute("UPDATE shipment_moves SET invoice_id=? WHERE id=?", (invoice, m["id"]))
+    db.execute("UPDATE sales SET invoice_state=? WHERE id=?", (sale_invoice_state(db, sale_id), sale_id))
 
 
 def stock_shortage(shipment_id: int, moves: list[dict[str, Any]], partial: bool) -> str:
@@ -846,9 +912,10 @@ def search_parties(ctx: ToolContext, query: str) -> dict[str, Any]:
 
 @tool("read")
 def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
-    """Open a customer: payment term, credit limit, sale price list, address, contact mechanisms, leads, sales,
-    balance (what they owe; negative: credit) and credit amount (the balance plus confirmed orders not yet
-    invoiced: what counts against the credit limit).
+    """Open a customer: payment term, credit limit, sale price list, invoice method of their new sales (null:
+    the company's, ``order``), address, contact mechanisms, leads, sales, balance (what they owe; negative:
+    credit) and credit amount (the balance plus confirmed orders not yet invoiced: what counts against the credit
+    limit).
 
     Args:
         party_id: The party's id.
@@ -870,6 +937,7 @@ def get_party(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
             "credit_limit": party["credit_limit"],
             "price_list_id": party["price_list_id"],
             "price_list": _price_list_name(ctx, party["price_list_id"]),
+            "sale_invoice_method": party["sale_invoice_method"],
         },
         "address": address,
         "contacts": contacts,
@@ -955,7 +1023,11 @@ def get_opportunity(ctx: ToolContext, opportunity_id: OpportunityId) -> dict[str
 
 @tool("read")
 def get_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
-    """Open a sale with its lines, amounts, approvals, shipments and invoices.
+    """Open a sale with its invoice method, lines, amounts, approvals, shipments and all its invoices.
+
+    ``invoice_method`` ``order``: confirming makes one invoice for the whole
+    order; ``fulfillment``: each shipment sent makes an invoice for what it
+    sent (a sale shipped in two parts has two invoices); ``manual``: none.
 
     Args:
         sale_id: The sale's id.
@@ -1023,7 +1095,8 @@ def list_sales(ctx: ToolContext, party_id: PartyId) -> dict[str, Any]:
 
 @tool("read")
 def get_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
-    """Open an invoice or credit note: number, state, dates, amounts, paid, written off, still due, credit notes.
+    """Open an invoice or credit note: number, state, dates, amounts, paid, written off, still due, credit notes,
+    its sale's invoice method and the shipments it bills.
 
     Once posted it has its ``invoice_date`` and its ``due_date`` (the invoice
     date plus its ``payment_term``); it is ``overdue`` while something is still
@@ -1040,6 +1113,11 @@ def get_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
     term = ctx.one(
         "SELECT t.name FROM sales s JOIN payment_terms t ON t.id = s.payment_term_id WHERE s.id=?", (inv["sale_id"],)
     )
+    method = ctx.one("SELECT invoice_method FROM sales WHERE id=?", (inv["sale_id"],))
+    billed = ctx.all(  # a credit note's lines bill the moves of the invoice it credits
+        "SELECT DISTINCT shipment_id FROM shipment_moves WHERE invoice_id=? ORDER BY shipment_id",
+        (inv["credit_of"] or invoice_id,),
+    )
     due = amount_due(inv)
     return {
         "invoice": {
@@ -1052,6 +1130,8 @@ def get_invoice(ctx: ToolContext, invoice_id: InvoiceId) -> dict[str, Any]:
             "type": "credit_note" if is_credit_note(inv) else "invoice",
             "credit_of": inv["credit_of"],
             "credit_notes": notes,
+            "invoice_method": method["invoice_method"] if method else None,
+            "shipments": [r["shipment_id"] for r in billed],
         }
     }
 
@@ -1247,7 +1327,7 @@ def remove_line(ctx: ToolContext, sale_id: SaleId, line_id: LineId) -> dict[str,
 
 @tool("write")
 def confirm_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
-    """Confirm a quotation as a sales order: creates its shipment and its draft invoice.
+    """Confirm a quotation as a sales order: creates its shipment and, invoiced on order, its draft invoice.
 
     Refused when its untaxed amount would take the customer's credit amount
     past their credit limit (see get_party).
@@ -1256,6 +1336,25 @@ def confirm_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
         sale_id: The quotation's id.
     """
     return ops_confirm(ctx, sale_id)
+
+
+@tool("write")
+def set_invoice_method(
+    ctx: ToolContext, sale_id: SaleId, method: Literal["manual", "order", "fulfillment"]
+) -> dict[str, Any]:
+    """Set how a draft sale is invoiced (it starts with its customer's method, else ``order``).
+
+    ``order``: confirming it makes one invoice for the whole order.
+    ``fulfillment`` (invoice on shipment): confirming makes no invoice; each
+    shipment sent makes a draft invoice for what it sent. ``manual``: the
+    system makes none. Refused once the sale is no longer a draft (reopen a
+    quotation first).
+
+    Args:
+        sale_id: The draft sale's id.
+        method: order, fulfillment or manual.
+    """
+    return ops_set_invoice_method(ctx, sale_id, method)
 
 
 @tool("write")
@@ -1270,7 +1369,8 @@ def cancel_sale(ctx: ToolContext, sale_id: SaleId) -> dict[str, Any]:
 
 @tool("write")
 def ship_shipment(ctx: ToolContext, shipment_id: ShipmentId, partial: bool = False) -> dict[str, Any]:
-    """Reserve a waiting shipment's products from stock and send it.
+    """Reserve a waiting shipment's products from stock and send it (a sale invoiced on fulfillment then gets a
+    draft invoice for what was sent).
 
     Without ``partial`` it goes only when everything is in stock. With
     ``partial`` it goes with what is in stock, and a backorder shipment takes
@@ -1400,4 +1500,5 @@ TOOLS: tuple[ToolSpec, ...] = (
     quote_price,
     return_sale,
     receive_return,
+    set_invoice_method,
 )

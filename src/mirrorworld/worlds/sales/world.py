@@ -48,11 +48,11 @@ def _dec(value: Any) -> str:
 
 
 def _party_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
-    row = db.execute("SELECT name, price_list_id FROM parties WHERE id=?", (ident,)).fetchone()
+    row = db.execute("SELECT name, price_list_id, sale_invoice_method FROM parties WHERE id=?", (ident,)).fetchone()
     if row is None:
         return None
     contacts = db.execute("SELECT type, value FROM contacts WHERE party_id=? ORDER BY type, value", (ident,))
-    return {"name": row[0], "contacts": [list(c) for c in contacts], "price_list": row[1]}
+    return {"name": row[0], "contacts": [list(c) for c in contacts], "price_list": row[1], "invoice_method": row[2]}
 
 
 def _opportunity_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
@@ -64,21 +64,30 @@ def _opportunity_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | No
     return {"number": row[0], "party": row[1], "amount": _dec(row[2]), "state": row[3], "reason_given": bool(row[4])}
 
 
-def _moves(db: sqlite3.Connection, shipment_id: int, table: str = "shipment_moves") -> list[list[int]]:
-    sql = {
-        "shipment_moves": "SELECT product_id, quantity FROM shipment_moves WHERE shipment_id=? ORDER BY product_id, "
-        "quantity",
-        "return_moves": "SELECT product_id, quantity FROM return_moves WHERE shipment_id=? ORDER BY product_id, "
-        "quantity",
-    }[table]
-    rows = db.execute(sql, (shipment_id,)).fetchall()
+def _moves(db: sqlite3.Connection, shipment_id: int, billed_by: Mapping[int, int]) -> list[list[Any]]:
+    """A shipment's moves: product, quantity and which of its sale's invoices bills it (its position among them,
+    ``billed_by``; None: none yet)."""
+    rows = db.execute(
+        "SELECT product_id, quantity, invoice_id FROM shipment_moves WHERE shipment_id=? "
+        "ORDER BY product_id, quantity, invoice_id",
+        (shipment_id,),
+    ).fetchall()
+    return [[p, q, billed_by.get(i) if i is not None else None] for p, q, i in rows]
+
+
+def _return_moves(db: sqlite3.Connection, shipment_id: int) -> list[list[int]]:
+    """A return shipment's moves: product and quantity received back."""
+    rows = db.execute(
+        "SELECT product_id, quantity FROM return_moves WHERE shipment_id=? ORDER BY product_id, quantity",
+        (shipment_id,),
+    ).fetchall()
     return [[p, q] for p, q in rows]
 
 
 def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
     row = db.execute(
-        "SELECT number, party_id, state, invoice_state, shipment_state, opportunity_id, price_list_id, return_of "
-        "FROM sales WHERE id=?",
+        "SELECT number, party_id, state, invoice_state, shipment_state, opportunity_id, price_list_id, return_of, "
+        "invoice_method FROM sales WHERE id=?",
         (ident,),
     ).fetchone()
     if row is None:
@@ -91,10 +100,11 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
     shipments = db.execute("SELECT id, state FROM shipments WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
     returns = db.execute("SELECT id, state FROM return_shipments WHERE sale_id=? ORDER BY id", (ident,)).fetchall()
     invoices = db.execute(
-        "SELECT number, state, untaxed, tax, total, paid, writeoff, due_date, credit_of IS NOT NULL FROM invoices "
+        "SELECT number, state, untaxed, tax, total, paid, writeoff, due_date, credit_of IS NOT NULL, id FROM invoices "
         "WHERE sale_id=? ORDER BY id",
         (ident,),
     ).fetchall()
+    billed_by = {i[9]: k for k, i in enumerate(i for i in invoices if not i[8])}
     return {
         "number": row[0],
         "party": row[1],
@@ -104,10 +114,11 @@ def _sale_view(db: sqlite3.Connection, ident: int) -> dict[str, Any] | None:
         "opportunity": row[5],
         "price_list": row[6],
         "return_of": row[7],
+        "invoice_method": row[8],
         "lines": [[p, q, _dec(u)] for p, q, u in lines],
         "approvals": sorted(_dec(a[0]) for a in approvals),
-        "shipments": [[s[1], _moves(db, s[0])] for s in shipments],
-        "returns": [[r[1], _moves(db, r[0], "return_moves")] for r in returns],
+        "shipments": [[s[1], _moves(db, s[0], billed_by)] for s in shipments],
+        "returns": [[r[1], _return_moves(db, r[0])] for r in returns],
         "invoices": [_document(i) for i in invoices if not i[8]],
         "credit_notes": [_document(i) for i in invoices if i[8]],
     }
