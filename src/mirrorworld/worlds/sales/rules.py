@@ -41,8 +41,10 @@ OPPORTUNITY_STATES = ("lead", "opportunity", "converted", "won", "lost", "cancel
 
 
 def money(value: Decimal) -> str:
-    """An amount rounded half-to-even to the cent, as canonical text (``"12.50"``)."""
-    return str(value.quantize(CENT, rounding=ROUND_HALF_EVEN))
+    """An amount rounded half-to-even to the cent, as canonical text (``"12.50"``; zero is ``"0.00"``, never
+    ``"-0.00"``, which the real system's sums of opposite amounts can give)."""
+    rounded = value.quantize(CENT, rounding=ROUND_HALF_EVEN)
+    return str(rounded.copy_abs() if rounded == 0 else rounded)
 
 
 def unit_price(list_price: Decimal, discount: Decimal) -> Decimal:
@@ -83,19 +85,25 @@ def amounts(lines: Iterable[tuple[int, Decimal | str]], tax_rounding: str = "doc
     sums are exact integer arithmetic in units of 1/10,000 (the result equals
     the decimal computation, rounding included). ``tax_rounding`` is
     ``document`` (tax on the sum of the unrounded line amounts, rounded once)
-    or ``line`` (each line's tax rounded, then summed).
+    or ``line`` (each line's tax rounded, then summed). As the real system
+    does, a document rounds the tax of its lines of positive (or zero) amount
+    and of its lines of negative amount apart, then adds them: a return sale
+    with a line added, or an invoice with a credited line.
     """
     if tax_rounding not in TAX_ROUNDING:
         raise ValueError(f"tax_rounding must be one of {TAX_ROUNDING}")
     untaxed = 0  # cents
-    raw = 0  # sum of unrounded line amounts, in 1/10,000
+    raw = [0, 0]  # sums of unrounded line amounts, in 1/10,000: lines of positive (or zero), of negative amount
     per_line = 0  # cents: each line's tax rounded
     for quantity, price in lines:
         line = quantity * _price_units(price)
-        raw += line
+        raw[line < 0] += line
         untaxed += _round_half_even(line, 100)
         per_line += _round_half_even(line * _TAX_UNITS, 10**6)
-    tax = per_line if tax_rounding == "line" else _round_half_even(raw * _TAX_UNITS, 10**6)  # 1/10,000^2 -> cents
+    if tax_rounding == "line":
+        tax = per_line
+    else:  # 1/10,000^2 -> cents
+        tax = sum(_round_half_even(r * _TAX_UNITS, 10**6) for r in raw)
     return _cents_text(untaxed), _cents_text(tax), _cents_text(untaxed + tax)
 
 
