@@ -27,7 +27,8 @@ CHANGES = (
         policy=(
             (
                 "Tax is computed on the unrounded\n  line amounts and rounded once for the whole document, "
-                "half-to-even to the\n  cent.",
+                "half-to-even to the\n  cent (once for the lines of positive amount and once for those of negative\n"
+                "  amount, then added, when a document has both, as a return sale with a line\n  added).",
                 "Tax is computed on each line's\n  unrounded amount and rounded per line, half-to-even to "
                 "the cent; the\n  document's tax is the sum of its lines' taxes.",
             ),
