@@ -214,3 +214,20 @@ def test_hostile_text_is_data(tmp_path: Path) -> None:
     assert row["messages"][0]["content"] == hostile and row["passed"] is False
     assert _calls(row)[0]["function"]["arguments"] == {"message": hostile}
     assert "\x1b" not in path.read_text(encoding="utf-8")  # escaped as \u001b in the JSON text
+
+
+def test_hf_reads_back_floats_exactly(tmp_path: Path) -> None:
+    """``datasets`` decodes JSON with pandas' ujson, which reads 0.036 as 0.036000000000000004: the folder
+    stores the text :mod:`json` wrote and :func:`load_rows` decodes that text itself."""
+    from mirrorworld.run import export
+
+    pa = pytest.importorskip("pyarrow")
+    row: dict[str, Any] = {f.name: None for f in export._arrow_schema(pa)} | {"run": "r", "seconds": 0.036}
+    row |= {"meta": {"summary": {"seconds": 0.036}}, "messages": [{"role": "user", "content": "0.1+0.2"}], "tools": []}
+    assert export._hf(iter([row]), tmp_path / "ds") == 1
+    (got,) = load_rows(tmp_path / "ds")
+    assert got["meta"] == {"summary": {"seconds": 0.036}} and got["seconds"] == 0.036
+    assert got["messages"] == row["messages"] and got["tools"] == [] and got["verdict"] is None
+    import datasets
+
+    assert datasets.load_from_disk(str(tmp_path / "ds"))[0]["messages"] == row["messages"]  # objects for datasets users

@@ -42,7 +42,10 @@ features (``messages`` and ``tools`` lists of them), so ``ds[0]["messages"]``
 is the list of message dicts, arguments as objects, ready for a chat template
 or TRL's ``SFTTrainer``; in ``parquet`` they are JSON text columns (read them
 with ``json.loads``, or :func:`load_rows`, which reads every format back to
-the rows :func:`episode_rows` gave).
+the rows :func:`episode_rows` gave). The ``hf`` folder stores the exact JSON
+text Python's ``json`` writes; ``datasets`` decodes it with pandas' ujson,
+which may read a float one unit in its last place off (``0.036`` as
+``0.036000000000000004``), so :func:`load_rows` decodes the stored text itself.
 
 A run file is untrusted input: it is read through :class:`RunFile` (checked,
 bounded), and only data is written, never evaluated.
@@ -180,6 +183,23 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (json.dumps(v, ensure_ascii=False) if k in JSON_COLUMNS else v) for k, v in row.items()}
 
 
+def _json_text(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with each nested value as the JSON text :mod:`json` writes (``messages`` and ``tools`` item by
+    item): ``datasets.Json`` stores a string as it is, where it would encode an object with ujson."""
+
+    def text(k: str, v: Any) -> Any:
+        if k not in JSON_COLUMNS or v is None:
+            return v
+        if k in _LISTED:
+            return [json.dumps(x, ensure_ascii=False) for x in v]
+        return json.dumps(v, ensure_ascii=False)
+
+    return {k: text(k, v) for k, v in row.items()}
+
+
+_LISTED = ("messages", "tools")
+
+
 def _need(module: str, extra: str) -> Any:
     import importlib
 
@@ -218,13 +238,10 @@ def _hf(rows: Iterator[dict[str, Any]], out: Path) -> int:
     features = datasets.Features(
         {
             **{f.name: datasets.Value(scalar[str(f.type)]) for f in _arrow_schema(pa) if f.name not in JSON_COLUMNS},
-            **{
-                c: datasets.List(datasets.Json()) if c in ("messages", "tools") else datasets.Json()
-                for c in JSON_COLUMNS
-            },
+            **{c: datasets.List(datasets.Json()) if c in _LISTED else datasets.Json() for c in JSON_COLUMNS},
         }
     )
-    listed = list(rows)
+    listed = [_json_text(r) for r in rows]
     ds = datasets.Dataset.from_list(listed, features=features)
     ds.save_to_disk(str(out))
     return len(listed)
@@ -278,10 +295,20 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
     p = Path(path)
     if p.is_dir():
         datasets = _need("datasets", "hf")
-        return list(datasets.load_from_disk(str(p)).to_list())
+        table = datasets.load_from_disk(str(p)).data.table  # the stored JSON text, decoded exactly below
+        return [_decoded(r) for r in table.to_pylist()]
     if p.suffix == ".jsonl":
         return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
     else:
         pq = _need("pyarrow.parquet", "hf")
         records = pq.read_table(p).to_pylist()
     return [{k: (json.loads(v) if k in JSON_COLUMNS and v is not None else v) for k, v in r.items()} for r in records]
+
+
+def _decoded(record: dict[str, Any]) -> dict[str, Any]:
+    def value(k: str, v: Any) -> Any:
+        if k not in JSON_COLUMNS or v is None:
+            return v
+        return [json.loads(x) for x in v] if k in _LISTED else json.loads(v)
+
+    return {k: value(k, v) for k, v in record.items()}
