@@ -18,7 +18,9 @@ letters), and each statement's ``EXPLAIN QUERY PLAN`` must be bounded:
 Task generation's queries that every seed of a family asks alike (the
 candidate lists a family draws from) and the personal-data index the verifier
 builds once per world are read once per image (``Image.query`` keeps the
-answer) and are exempt; the queries that depend on the seed are not.
+answer) and are exempt, as is what builds a value ``Image.derived`` keeps for
+the image's life (once: a statement such a build asks twice is not); the
+queries that depend on the seed are not.
 
 Not a timing test: the plans and the data are deterministic.
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 import random
 import re
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +47,7 @@ from mirrorworld.verify.verifier import verify
 
 SMALL, LARGE = 1.0, 4.0
 SEEDS = 3
+ONCE = "a value derived from the image (Image.derived: built once per image)"
 
 COMMON = {
     "sim_clock": "one row: the session's simulated time",
@@ -117,6 +121,19 @@ class _Recorder:
                 self.quiet = False
 
         image.query = recorded  # type: ignore[method-assign]
+        derived = image.derived
+
+        def built_once(key: Any, build: Any) -> Any:
+            def build_recorded(im: Image) -> Any:
+                where, self.where = self.where, ONCE
+                try:
+                    return build(im)
+                finally:
+                    self.where = where
+
+            return derived(key, build_recorded)
+
+        image.derived = built_once  # type: ignore[method-assign]
 
 
 def _probe_args(world: World, spec_name: str, gold_args: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -193,10 +210,11 @@ def capture(name: str) -> Capture:
             family, seed = where.removeprefix("generating ").split("/")
             by_family.setdefault(family, {}).setdefault((sql, params), set()).add(seed)
     once = {(sql, params) for sql, params, where in rec.asked if where.startswith("the personal-data index")}
+    derived_asks = Counter(sql for sql, _params, where in rec.asked if where == ONCE)  # a per-task key: asked again
     per_task = []
     for sql, params, where in rec.asked:
-        if (sql, params) in once:
-            continue  # the verifier's index of the image's personal data, built once per world
+        if (sql, params) in once or (where == ONCE and derived_asks[sql] == 1):
+            continue  # the verifier's index of the image's personal data, or a value derived once per image
         if where.startswith("generating "):
             family = where.removeprefix("generating ").split("/")[0]
             if len(by_family[family][(sql, params)]) == SEEDS:

@@ -506,6 +506,20 @@ def list_overdue_invoices(pool: Any, party_id: int) -> dict[str, Any]:
     return {"today": today.isoformat(), "invoices": rows, "total_overdue": money(total)}
 
 
+def _move_row(move: Any, shipment: Any, sale: Any) -> dict[str, Any]:
+    """A stock move of one of ``sale``'s shipments as the mirror's move tables hold it (the sale line it carries)."""
+    origin = move.origin
+    line = origin.id if origin is not None and origin.__name__ == "sale.line" else None
+    return {
+        "id": move.id,
+        "shipment_id": shipment.id,
+        "sale_id": sale.id,
+        "line_id": line,
+        "product_id": move.product.id,
+        "quantity": int(move.quantity),
+    }
+
+
 def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
     """What the mirror's tables hold of a sale that no read tool shows (for grading twin episodes).
 
@@ -521,37 +535,13 @@ def read_back(pool: Any, sale_id: int) -> dict[str, Any]:
     moves = []
     for shipment in sorted(sale.shipments, key=lambda s: s.id):
         for m in _shipped(shipment):
-            origin = m.origin
-            line = origin.id if origin is not None and origin.__name__ == "sale.line" else None
             billed = _billed_by(m)
-            moves.append(
-                {
-                    "id": m.id,
-                    "shipment_id": shipment.id,
-                    "sale_id": sale.id,
-                    "line_id": line,
-                    "product_id": m.product.id,
-                    "quantity": int(m.quantity),
-                    "invoice_id": billed.id if billed is not None else None,
-                }
-            )
+            moves.append(_move_row(m, shipment, sale) | {"invoice_id": billed.id if billed is not None else None})
     returns = []
     for shipment in sorted(sale.shipment_returns, key=lambda s: s.id):
         for m in sorted(shipment.incoming_moves, key=lambda m: m.id):
-            if m.state == "cancelled" or not m.quantity:
-                continue
-            origin = m.origin
-            line = origin.id if origin is not None and origin.__name__ == "sale.line" else None
-            returns.append(
-                {
-                    "id": m.id,
-                    "shipment_id": shipment.id,
-                    "sale_id": sale.id,
-                    "line_id": line,
-                    "product_id": m.product.id,
-                    "quantity": int(m.quantity),
-                }
-            )
+            if m.state != "cancelled" and m.quantity:
+                returns.append(_move_row(m, shipment, sale))
     Method = pool.get("account.invoice.payment.method")
     cash_accounts = {m.debit_account.id for m in Method.search([]) if m.debit_account}
     overpaid = {}

@@ -56,10 +56,21 @@ def _next_id(image: Image, table: str, offset: int = 1) -> int:
     return int(image.query(f"SELECT COALESCE(MAX(id), 0) FROM {table}")[0][0]) + offset
 
 
+CUSTOMER_COLUMNS = ("id", "name", "email", "phone", "zip", "tier")
+
+
+def _customer_rows(image: Image) -> dict[int, tuple[Any, ...]]:
+    """Every customer's row by id, read once per image: most families draw one or three customers per task, and a
+    fresh task's lookups on a large image all miss :meth:`~mirrorworld.core.store.Image.query`'s memo (a cold
+    lookup there costs 3 to 5 times a dictionary's, so at scale 100 a task's customers cost more than the rest of it).
+    """
+    rows = image.query(f"SELECT {', '.join(CUSTOMER_COLUMNS)} FROM customers")
+    return {int(r[0]): r for r in rows}
+
+
 def _customer(image: Image, customer_id: int) -> dict[str, Any]:
-    cols = ("id", "name", "email", "phone", "zip", "tier")
-    row = image.query(f"SELECT {', '.join(cols)} FROM customers WHERE id=?", (customer_id,))[0]
-    return dict(zip(cols, row, strict=True))
+    row = image.derived(_customer_rows, _customer_rows)[customer_id]
+    return dict(zip(CUSTOMER_COLUMNS, row, strict=True))
 
 
 def _teams(image: Image) -> dict[str, int]:
