@@ -374,3 +374,40 @@ def test_pristine_queries_are_kept_immutable_and_lookups_never_push_out_candidat
     assert ("SELECT ? AS x", (0,)) not in image._memo
     # however many lookups ran, the candidate list was scanned once
     assert image.query("SELECT id, v FROM t ORDER BY id") is first
+
+
+def test_the_page_size_of_an_image_changes_no_state_and_no_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small world's image has small pages, a large one SQLite's default; sessions cannot tell them apart."""
+    from mirrorworld.core import store, world
+    from mirrorworld.verify.verifier import Verifier
+
+    small = HelpdeskWorld()
+    assert small.image.nbytes  # built now, with the default rule
+    monkeypatch.setattr(world, "SMALL_PAGES_UP_TO", 0.0)
+    large = HelpdeskWorld()
+    pages = {}
+    for w in (small, large):
+        conn = w.image.acquire()
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the header is read on first use
+        pages[w] = conn.execute("PRAGMA page_size").fetchone()[0]
+        w.image.release(conn)
+    assert (pages[small], pages[large]) == (store.SMALL_PAGE_SIZE, store.PAGE_SIZE)
+    assert small.image.digest == large.image.digest
+    for family in ("refund_damaged", "merge_duplicates", "update_email"):
+        seen = []
+        for w in (small, large):
+            task = w.task(family, 3)
+            with w.session(task) as s:
+                results = [s.call(c.tool, c.args).content() for c in task.gold]
+                seen.append((results, s.state_hash(), [repr(c) for c in s.changes()], Verifier()(s).passed))
+        assert seen[0] == seen[1]
+        assert seen[0][3] is True
+
+
+@pytest.mark.parametrize("size", [0, 1000, 3000, 131072])
+def test_an_image_refuses_a_page_size_sqlite_has_not(size: int) -> None:
+    from mirrorworld.core import store
+    from mirrorworld.errors import WorldError
+
+    with pytest.raises(WorldError, match="page size"):
+        store.Image(lambda conn: None, page_size=size)

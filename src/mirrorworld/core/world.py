@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from mirrorworld.core.claims import ClaimRule, CustomerText, ForbiddenPromise, PersonalData, final_text
 from mirrorworld.core.session import Session
 from mirrorworld.core.state import RowChange
-from mirrorworld.core.store import Image
+from mirrorworld.core.store import PAGE_SIZE, SMALL_PAGE_SIZE, Image
 from mirrorworld.core.task import (
     MAX_SEED,
     EntityRef,
@@ -175,6 +175,9 @@ def _setup_sql(insert: bool, table: str, names: tuple[str, ...], nulls: tuple[st
 
 SETUP_SHAPES = 1024
 """Most distinct setup-write shapes (operation, table, columns) a world keeps compiled."""
+
+SMALL_PAGES_UP_TO = 10.0
+"""Worlds up to this scale build their image with small pages (see :mod:`mirrorworld.core.store`)."""
 
 
 @dataclass(frozen=True)
@@ -463,7 +466,8 @@ class World(ABC):
             conn.execute("CREATE TABLE sim_clock (id INTEGER PRIMARY KEY, now TEXT NOT NULL)")
             conn.execute("INSERT INTO sim_clock VALUES (1, ?)", (self.epoch,))
 
-        return Image(build, untracked=("sim_clock",))
+        page_size = SMALL_PAGE_SIZE if self.scale <= SMALL_PAGES_UP_TO else PAGE_SIZE
+        return Image(build, untracked=("sim_clock",), page_size=page_size)
 
     def session(self, task: Task | None = None) -> Session:
         """A new isolated session, in the task's initial state."""
