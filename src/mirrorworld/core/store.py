@@ -46,16 +46,17 @@ helpdesk world on a 2-core machine (scale 1: a 0.7 MB image; scale 100: 59 MB):
 
 Pages: a small image is built with 1 KiB pages (:data:`SMALL_PAGE_SIZE`),
 a large one with SQLite's 4 KiB (:data:`PAGE_SIZE`); the world picks by its
-scale. A transaction copies each page it first writes into its rollback
-journal and a rollback copies it back, so a fresh session (the parked
-tenant's rollback, then the task's setup) moves every page its rows touch
-twice. With a small image there are up to 64 resident clones, which a run
-of fresh sessions visits in turn, so those pages are cold: at scale 1 a
-fresh session took 66-110 µs with 4 KiB pages and 49-55 µs with 1 KiB
-(2-core machine, p50 over 300, clones all lent). A large image has 4-8
-clones, whose pages stay warm, and the fresh session costs the same with
-either size (32-39 µs at scale 100), while its build inserts into 4 times as
-many pages: 37 s instead of 13 s at scale 100 (23% longer at scale 10).
+scale (``World.page_size``). A transaction copies each page it first writes
+into its rollback journal and a rollback copies it back, so a fresh session
+(the parked tenant's rollback, then the task's setup) moves every page its
+rows touch twice. With a small image there are up to 64 resident clones,
+which a run of fresh sessions visits in turn, so those pages are cold: at
+scale 1 a fresh session took 66-110 µs with 4 KiB pages and 43-55 µs with
+1 KiB (2-core machine, p50 over 300, clones all lent). A large image has 4-8
+clones, whose pages stay warm, and a fresh session costs the same with
+either size (32-39 µs at scale 100); building it with 1 KiB pages, four
+times as many, took 37 s instead of 13 s at scale 100 (23% longer at scale
+10).
 
 What it costs: a session used after parking replays its overlay (one
 statement per row it wrote), so a workload stepping more sessions round

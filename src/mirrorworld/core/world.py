@@ -281,6 +281,16 @@ class World(ABC):
     def generate(self, conn: sqlite3.Connection, rng: random.Random, scale: float) -> None:
         """Create the schema and fill it with seeded data."""
 
+    def page_size(self) -> int:
+        """The page size of this world's image: small pages up to :data:`SMALL_PAGES_UP_TO`, SQLite's beyond.
+
+        Small pages make a fresh session cheaper where an image has many
+        resident clones; large ones make a large image build faster (see
+        :mod:`mirrorworld.core.store`). A world whose data is large at scale 1
+        can return :data:`~mirrorworld.core.store.PAGE_SIZE`.
+        """
+        return SMALL_PAGE_SIZE if self.scale <= SMALL_PAGES_UP_TO else PAGE_SIZE
+
     owners: ClassVar[dict[str, tuple[str, str]]] = {}
     """Table -> (entity kind, column holding the entity's id), for :meth:`owner`."""
 
@@ -466,8 +476,7 @@ class World(ABC):
             conn.execute("CREATE TABLE sim_clock (id INTEGER PRIMARY KEY, now TEXT NOT NULL)")
             conn.execute("INSERT INTO sim_clock VALUES (1, ?)", (self.epoch,))
 
-        page_size = SMALL_PAGE_SIZE if self.scale <= SMALL_PAGES_UP_TO else PAGE_SIZE
-        return Image(build, untracked=("sim_clock",), page_size=page_size)
+        return Image(build, untracked=("sim_clock",), page_size=self.page_size())
 
     def session(self, task: Task | None = None) -> Session:
         """A new isolated session, in the task's initial state."""
