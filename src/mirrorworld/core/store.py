@@ -192,7 +192,7 @@ class Image:
         untracked: Iterable[str] = (),
         page_size: int = PAGE_SIZE,
     ) -> None:
-        if page_size not in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
+        if type(page_size) is not int or not 512 <= page_size <= 65536 or page_size & (page_size - 1):
             raise WorldError(f"an image's page size is a power of two from 512 to 65536, not {page_size}")
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA page_size={page_size}")
